@@ -1,0 +1,99 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Redis } from 'ioredis'
+import type { Logger } from 'pino'
+import { systemClock, type Clock } from './platform/clock.js'
+import type { Config } from './platform/config.js'
+import { openStore, type Store } from './platform/db/connect.js'
+import { migrateToLatest } from './platform/db/migrations/index.js'
+import { installAuth } from './platform/http/auth.js'
+import { installErrorHandling } from './platform/http/error-handler.js'
+import { installHealth } from './platform/http/health.js'
+import { installOpenApi } from './platform/http/openapi.js'
+import { installRateLimit } from './platform/http/rate-limit.js'
+import { installValidation } from './platform/http/validation.js'
+import { createLogger } from './platform/logger.js'
+import { OutboxRelay } from './platform/outbox/relay.js'
+import { accountsRoutes, createSessionSigner } from './modules/accounts/index.js'
+import { KeyUsageRecorder, keysRoutes, verifyApiKey } from './modules/keys/index.js'
+
+/** What the composition root built, for main.ts and tests. */
+export interface Platform {
+  config: Config
+  store: Store
+  relay: OutboxRelay
+  clock: Clock
+  logger: Logger
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    platform: Platform
+  }
+}
+
+export interface BuildOptions {
+  clock?: Clock
+  logger?: Logger
+}
+
+/**
+ * The composition root: opens the store, builds every shared object once and hands
+ * each module the dependencies it names. Tests call it too.
+ */
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const clock = options.clock ?? systemClock
+  const logger = options.logger ?? createLogger(config)
+  const store = openStore(config.database)
+  await migrateToLatest(store.db, store.dialect.name)
+  const redis = config.redisUrl ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined
+
+  const relay = new OutboxRelay({ store, logger: logger.child({ component: 'outbox' }), pollMs: config.outboxPollMs })
+  const usage = new KeyUsageRecorder(store.db, logger.child({ component: 'key-usage' }), config.keyUsageFlushMs)
+  const sessions = createSessionSigner(config.jwtSecret, clock)
+  const keysDeps = { db: store.db, clock, usage }
+  const accountsDeps = { db: store.db, clock, sessions, allowSignup: config.allowSignup, signupCredits: config.signupCredits }
+
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+  app.decorate('platform', { config, store, relay, clock, logger })
+
+  // JSON only, unless a route's module adds a parser of its own (CSV import).
+  app.removeContentTypeParser('text/plain')
+  installValidation(app)
+  installErrorHandling(app)
+  installAuth(app, {
+    verifyApiKey: (rawKey) => verifyApiKey(keysDeps, rawKey),
+    verifySession: async (token) => {
+      const claims = await sessions.verify(token)
+      return claims && { kind: 'session', accountId: claims.accountId, userId: claims.userId }
+    },
+    adminToken: config.adminToken,
+  })
+  await installRateLimit(app, { perSecond: config.rateLimitPerSecond, redis })
+  await installOpenApi(app)
+  installHealth(app, store)
+
+  await app.register(accountsRoutes, {
+    deps: accountsDeps,
+    loginAttemptsPerMinute: config.loginAttemptsPerMinute,
+    adminEnabled: config.adminToken !== undefined,
+  })
+  await app.register(keysRoutes, { deps: keysDeps })
+
+  app.addHook('onReady', async () => {
+    relay.start()
+    usage.start()
+  })
+  app.addHook('onClose', async () => {
+    await relay.stop()
+    await usage.stop()
+    redis?.disconnect()
+    await store.close()
+  })
+  return app
+}

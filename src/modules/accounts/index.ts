@@ -1,0 +1,5 @@
+/** Accounts: sign-up, login, dashboard sessions, the account record and its credits. */
+export { accountsRoutes } from './routes.js'
+/** Builds the signer that issues and verifies dashboard session JWTs. */
+export { createSessionSigner, type SessionSigner } from './sessions.js'
+export type { AccountsDeps } from './service.js'

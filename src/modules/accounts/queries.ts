@@ -1,0 +1,78 @@
+import { sql, type Kysely, type Transaction } from 'kysely'
+import type { AccountsTable, DB } from '../../platform/db/schema.js'
+
+type Handle = Kysely<DB> | Transaction<DB>
+
+export async function insertAccount(trx: Transaction<DB>, account: AccountsTable): Promise<void> {
+  await trx.insertInto('accounts').values(account).execute()
+}
+
+export async function insertUser(
+  trx: Transaction<DB>,
+  user: { id: string; account_id: string; email: string; password_hash: string; created_at: string },
+): Promise<boolean> {
+  const result = await trx
+    .insertInto('users')
+    .values(user)
+    .onConflict((oc) => oc.column('email').doNothing())
+    .executeTakeFirst()
+  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0
+}
+
+export function findUserByEmail(db: Handle, email: string) {
+  return db.selectFrom('users').select(['id', 'account_id', 'password_hash']).where('email', '=', email).executeTakeFirst()
+}
+
+export function findAccount(db: Handle, accountId: string) {
+  return db.selectFrom('accounts').selectAll().where('id', '=', accountId).executeTakeFirst()
+}
+
+export async function listInboundNumbers(db: Handle, accountId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('account_inbound_numbers')
+    .select('phone_number')
+    .where('account_id', '=', accountId)
+    .orderBy('phone_number')
+    .execute()
+  return rows.map((r) => r.phone_number)
+}
+
+export async function updateAccount(
+  trx: Transaction<DB>,
+  accountId: string,
+  changes: { name?: string; low_balance_threshold?: number; updated_at: string },
+): Promise<void> {
+  await trx.updateTable('accounts').set(changes).where('id', '=', accountId).execute()
+}
+
+/** Inbound numbers among `numbers` that another account holds. */
+export async function findNumbersHeldElsewhere(trx: Transaction<DB>, accountId: string, numbers: string[]): Promise<string[]> {
+  if (numbers.length === 0) return []
+  const rows = await trx
+    .selectFrom('account_inbound_numbers')
+    .select('phone_number')
+    .where('phone_number', 'in', numbers)
+    .where('account_id', '<>', accountId)
+    .execute()
+  return rows.map((r) => r.phone_number)
+}
+
+export async function replaceInboundNumbers(trx: Transaction<DB>, accountId: string, numbers: string[]): Promise<void> {
+  await trx.deleteFrom('account_inbound_numbers').where('account_id', '=', accountId).execute()
+  if (numbers.length > 0) {
+    await trx
+      .insertInto('account_inbound_numbers')
+      .values(numbers.map((phone_number) => ({ phone_number, account_id: accountId })))
+      .execute()
+  }
+}
+
+/** Adds credits in one statement; undefined when the account does not exist. */
+export async function addCredits(trx: Transaction<DB>, accountId: string, amount: number, at: string) {
+  return trx
+    .updateTable('accounts')
+    .set({ balance: sql`balance + ${amount}`, updated_at: at })
+    .where('id', '=', accountId)
+    .returning('balance')
+    .executeTakeFirst()
+}

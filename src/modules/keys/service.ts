@@ -1,0 +1,73 @@
+import type { Kysely } from 'kysely'
+import type { Clock } from '../../platform/clock.js'
+import type { DB } from '../../platform/db/schema.js'
+import { offsetOf, toPage, type Page, type PageRequest } from '../../platform/http/pagination.js'
+import type { Permission, Principal } from '../../platform/http/principal.js'
+import { newId } from '../../platform/ids.js'
+import { Conflict, NotFound } from '../../platform/problems.js'
+import { generateKey, hashKey, PREFIX_LENGTH } from './key-material.js'
+import * as queries from './queries.js'
+import type { ApiKey, CreateKeyBody } from './schemas.js'
+import type { KeyUsageRecorder } from './usage.js'
+
+export interface KeysDeps {
+  db: Kysely<DB>
+  clock: Clock
+  usage: KeyUsageRecorder
+}
+
+/** Guards against runaway scripts; far above what a team uses. */
+export const MAX_ACTIVE_KEYS = 200
+
+export async function createKey(deps: KeysDeps, accountId: string, input: CreateKeyBody): Promise<string> {
+  const permission: Permission = input.permission ?? 'Full'
+  const rawKey = generateKey(permission)
+  if ((await queries.countActiveKeys(deps.db, accountId)) >= MAX_ACTIVE_KEYS) {
+    throw new Conflict(`An account may hold at most ${MAX_ACTIVE_KEYS} active keys; revoke one first`)
+  }
+  await queries.insertKey(deps.db, {
+    id: newId(),
+    account_id: accountId,
+    name: input.name?.trim() || null,
+    prefix: rawKey.slice(0, PREFIX_LENGTH),
+    key_hash: hashKey(rawKey),
+    permission,
+    created_at: deps.clock.now().toISOString(),
+    last_used_at: null,
+    revoked_at: null,
+  })
+  return rawKey
+}
+
+export async function listKeys(deps: KeysDeps, accountId: string, page: PageRequest): Promise<Page<ApiKey>> {
+  const [totalCount, rows] = await Promise.all([
+    queries.countActiveKeys(deps.db, accountId),
+    queries.listActiveKeys(deps.db, accountId, page.pageSize, offsetOf(page)),
+  ])
+  const items = rows.map((row) => ({
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    permission: row.permission,
+    createdAt: row.created_at,
+    lastUsedAt: row.last_used_at,
+  }))
+  return toPage(items, totalCount, page)
+}
+
+export async function revokeKey(deps: KeysDeps, accountId: string, keyId: string): Promise<void> {
+  if (!(await queries.revokeKey(deps.db, accountId, keyId, deps.clock.now().toISOString()))) {
+    throw new NotFound('API key', keyId)
+  }
+}
+
+/**
+ * Checks a raw key against the store on every call. There is deliberately no cache: a
+ * revoked key must fail on the very next request, on every node.
+ */
+export async function verifyApiKey(deps: KeysDeps, rawKey: string): Promise<Extract<Principal, { kind: 'apiKey' }> | null> {
+  const row = await queries.findActiveKeyByHash(deps.db, hashKey(rawKey))
+  if (!row) return null
+  deps.usage.record(row.id, deps.clock.now().toISOString())
+  return { kind: 'apiKey', accountId: row.account_id, keyId: row.id, permission: row.permission }
+}

@@ -1,0 +1,153 @@
+import { randomBytes } from 'node:crypto'
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+
+export type DatabaseConfig =
+  | { kind: 'sqlite'; path: string }
+  | { kind: 'postgres'; url: string; schema?: string }
+
+export interface Config {
+  host: string
+  port: number
+  database: DatabaseConfig
+  /** Where SQLite mode keeps its files (the database and the generated JWT secret). */
+  dataDir: string
+  redisUrl: string | undefined
+  jwtSecret: string
+  adminToken: string | undefined
+  allowSignup: boolean
+  signupCredits: number
+  rateLimitPerSecond: number
+  loginAttemptsPerMinute: number
+  bodyLimitBytes: number
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  keyUsageFlushMs: number
+  outboxPollMs: number
+  trustProxy: boolean
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`)
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+const MIN_SECRET_LENGTH = 32
+
+/**
+ * Reads the environment once and checks every variable, reporting all bad ones
+ * together. No other file reads process.env.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = []
+  const read = new EnvReader(env, problems)
+
+  const host = read.string('HOST', '127.0.0.1')
+  const port = read.integer('PORT', 3000, 0, 65535)
+  const database = parseDatabaseUrl(read.string('DATABASE_URL', 'sqlite:./data/messaging.db'), problems)
+  const dataDir = database.kind === 'sqlite' && database.path !== ':memory:' ? dirname(database.path) : resolve('data')
+  const redisUrl = read.optional('REDIS_URL')
+  if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) problems.push('REDIS_URL must start with redis:// or rediss://')
+  const adminToken = read.optional('ADMIN_TOKEN')
+  if (adminToken !== undefined && adminToken.length < 16) problems.push('ADMIN_TOKEN must be at least 16 characters')
+
+  let jwtSecret = read.optional('JWT_SECRET')
+  if (jwtSecret !== undefined && jwtSecret.length < MIN_SECRET_LENGTH) {
+    problems.push(`JWT_SECRET must be at least ${MIN_SECRET_LENGTH} characters`)
+  } else if (jwtSecret === undefined && database.kind === 'postgres') {
+    // Several nodes share one PostgreSQL; a secret generated on one would not verify on another.
+    problems.push('JWT_SECRET is required when DATABASE_URL is a PostgreSQL URL')
+  }
+
+  const config = {
+    host,
+    port,
+    database,
+    dataDir,
+    redisUrl,
+    jwtSecret: jwtSecret ?? '',
+    adminToken,
+    allowSignup: read.boolean('ALLOW_SIGNUP', true),
+    signupCredits: read.integer('SIGNUP_CREDITS', 0, 0, 1_000_000_000),
+    rateLimitPerSecond: read.integer('RATE_LIMIT_PER_SECOND', 50, 1, 1_000_000),
+    loginAttemptsPerMinute: read.integer('LOGIN_ATTEMPTS_PER_MINUTE', 10, 1, 1_000_000),
+    bodyLimitBytes: read.integer('BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
+    logLevel: read.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
+    keyUsageFlushMs: read.integer('KEY_USAGE_FLUSH_MS', 10_000, 10, 60_000),
+    outboxPollMs: read.integer('OUTBOX_POLL_MS', 200, 10, 60_000),
+    trustProxy: read.boolean('TRUST_PROXY', false),
+  } satisfies Config
+
+  if (problems.length > 0) throw new ConfigError(problems)
+  if (config.jwtSecret === '') config.jwtSecret = loadOrCreateSecret(dataDir, database)
+  return Object.freeze(config)
+}
+
+function parseDatabaseUrl(url: string, problems: string[]): DatabaseConfig {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length)
+    if (path === '') problems.push('DATABASE_URL sqlite: needs a file path, e.g. sqlite:./data/messaging.db')
+    return { kind: 'sqlite', path: path === ':memory:' ? path : resolve(path) }
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return { kind: 'postgres', url }
+  problems.push('DATABASE_URL must be sqlite:<path> or postgres://...')
+  return { kind: 'sqlite', path: ':memory:' }
+}
+
+/** SQLite mode runs on one machine, so a secret kept beside the database is enough. */
+function loadOrCreateSecret(dataDir: string, database: DatabaseConfig): string {
+  if (database.kind === 'sqlite' && database.path === ':memory:') return randomBytes(32).toString('base64url')
+  const file = join(dataDir, 'jwt-secret')
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
+  mkdirSync(dataDir, { recursive: true })
+  const secret = randomBytes(48).toString('base64url')
+  writeFileSync(file, secret, { mode: 0o600, flag: 'wx' })
+  chmodSync(file, 0o600)
+  return secret
+}
+
+class EnvReader {
+  constructor(
+    private readonly env: NodeJS.ProcessEnv,
+    private readonly problems: string[],
+  ) {}
+
+  optional(name: string): string | undefined {
+    const value = this.env[name]
+    return value === undefined || value.trim() === '' ? undefined : value.trim()
+  }
+
+  string(name: string, fallback: string): string {
+    return this.optional(name) ?? fallback
+  }
+
+  integer(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.optional(name)
+    if (raw === undefined) return fallback
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      this.problems.push(`${name} must be an integer from ${min} to ${max}, got "${raw}"`)
+      return fallback
+    }
+    return Number(raw)
+  }
+
+  boolean(name: string, fallback: boolean): boolean {
+    const raw = this.optional(name)
+    if (raw === undefined) return fallback
+    if (raw === 'true' || raw === '1') return true
+    if (raw === 'false' || raw === '0') return false
+    this.problems.push(`${name} must be true or false, got "${raw}"`)
+    return fallback
+  }
+
+  oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[]): T {
+    const raw = this.optional(name)
+    if (raw === undefined) return fallback
+    if (!(allowed as readonly string[]).includes(raw)) {
+      this.problems.push(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`)
+      return fallback
+    }
+    return raw as T
+  }
+}

@@ -1,0 +1,71 @@
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import SQLite from 'better-sqlite3'
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import pg from 'pg'
+import type { DatabaseConfig } from '../config.js'
+import { postgresDialect, sqliteDialect, type Dialect } from './dialect.js'
+import type { DB } from './schema.js'
+
+export interface Store {
+  db: Kysely<DB>
+  dialect: Dialect
+  /** Resolves when the store answers a trivial query. */
+  ping(): Promise<void>
+  close(): Promise<void>
+}
+
+export function openStore(config: DatabaseConfig): Store {
+  return config.kind === 'sqlite' ? openSqlite(config.path) : openPostgres(config.url, config.schema)
+}
+
+function openSqlite(path: string): Store {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  const database = new SQLite(path)
+  database.pragma('journal_mode = WAL')
+  // NORMAL is durable across process crashes in WAL mode; only an OS crash can lose the
+  // last commits, which is the trade every WAL deployment makes.
+  database.pragma('synchronous = NORMAL')
+  database.pragma('foreign_keys = ON')
+  database.pragma('busy_timeout = 5000')
+  database.function('ulower', { deterministic: true }, (value: unknown) =>
+    value === null || value === undefined ? null : String(value).toLowerCase(),
+  )
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database }) })
+  return {
+    db,
+    dialect: sqliteDialect,
+    ping: async () => {
+      await sql`select 1`.execute(db)
+    },
+    close: () => db.destroy(),
+  }
+}
+
+// int8 (counts, balances, sequence ids) would otherwise come back as strings; every
+// such value this service keeps fits in 2^53.
+const INT8_OID = 20
+const NUMERIC_OID = 1700
+
+function openPostgres(url: string, schema: string | undefined): Store {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+        if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value)
+        return pg.types.getTypeParser(oid, format)
+      }) as typeof pg.types.getTypeParser,
+    },
+  })
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) })
+  return {
+    db,
+    dialect: postgresDialect,
+    ping: async () => {
+      await sql`select 1`.execute(db)
+    },
+    close: () => db.destroy(),
+  }
+}

@@ -1,0 +1,32 @@
+import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely'
+import * as foundation from './2026-11-22-0001-foundation.js'
+
+export type MigrationDialect = 'sqlite' | 'postgres'
+
+interface DialectMigration {
+  up(db: Kysely<any>, dialect: MigrationDialect): Promise<void>
+}
+
+// Listed by hand, in date order, so the build needs no file-system scanning and a
+// migration cannot be picked up by accident.
+const MIGRATIONS: Record<string, DialectMigration> = {
+  '2026-11-22-0001-foundation': foundation,
+}
+
+/** Brings the store to the newest schema; safe to run on every start and on many nodes at once. */
+export async function migrateToLatest(db: Kysely<any>, dialect: MigrationDialect): Promise<void> {
+  const provider: MigrationProvider = {
+    getMigrations: async () =>
+      Object.fromEntries(
+        Object.entries(MIGRATIONS).map(([name, m]): [string, Migration] => [
+          name,
+          { up: (kdb) => m.up(kdb, dialect) },
+        ]),
+      ),
+  }
+  const { error, results } = await new Migrator({ db, provider }).migrateToLatest()
+  const failed = results?.find((r) => r.status === 'Error')
+  if (error || failed) {
+    throw new Error(`migration ${failed?.migrationName ?? ''} failed`, { cause: error })
+  }
+}

@@ -1,0 +1,38 @@
+/** The domain events the platform records; the 13 the spec lets webhooks subscribe to. */
+export const EVENT_TYPES = [
+  'SmsSent',
+  'SmsDelivered',
+  'SmsFailed',
+  'InboundMessage',
+  'DeliveryReceipt',
+  'ContactCreated',
+  'ContactUpdated',
+  'ContactDeleted',
+  'CampaignCreated',
+  'CampaignUpdated',
+  'CampaignDeleted',
+  'OptOut',
+  'LowBalance',
+] as const
+
+export type EventType = (typeof EVENT_TYPES)[number]
+
+export interface DomainEvent {
+  type: EventType
+  accountId: string
+  occurredAt: Date
+  /** Flat JSON payload; `event` is added first when it is delivered. */
+  data: Record<string, unknown>
+}
+
+/** An event as the relay hands it to consumers. */
+export interface RelayedEvent {
+  /** Position in the outbox; increases in commit order. */
+  sequence: number
+  /** Stable UUID of the event, e.g. the `webhook-id` of every delivery attempt. */
+  eventId: string
+  type: EventType
+  accountId: string
+  occurredAt: string
+  data: Record<string, unknown>
+}

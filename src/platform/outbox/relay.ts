@@ -1,0 +1,139 @@
+import type { Transaction } from 'kysely'
+import type { Logger } from 'pino'
+import type { Store } from '../db/connect.js'
+import type { DB } from '../db/schema.js'
+import type { EventType, RelayedEvent } from './events.js'
+
+export interface OutboxConsumer {
+  /** Stable name: the consumer's position is stored under it and survives restarts. */
+  readonly name: string
+  /**
+   * Receives committed events in order. Runs inside the relay's transaction: writes
+   * made with `trx` commit together with the consumer's new position, so a consumer
+   * that only writes to the store sees each event exactly once.
+   */
+  handle(trx: Transaction<DB>, events: readonly RelayedEvent[]): Promise<void>
+}
+
+export interface RelayOptions {
+  store: Store
+  logger: Logger
+  pollMs: number
+  batchSize?: number
+}
+
+/**
+ * Hands committed outbox events, in commit order, to each registered consumer. Each
+ * consumer advances on its own cursor, locked while a batch is handled, so several
+ * nodes can run the relay and a batch is still handled by one of them at a time.
+ */
+export class OutboxRelay {
+  private readonly consumers = new Map<string, OutboxConsumer>()
+  private readonly batchSize: number
+  private timer: NodeJS.Timeout | undefined
+  private running: Promise<void> | undefined
+  private stopped = true
+
+  constructor(private readonly options: RelayOptions) {
+    this.batchSize = options.batchSize ?? 200
+  }
+
+  register(consumer: OutboxConsumer): void {
+    if (this.consumers.has(consumer.name)) throw new Error(`outbox consumer ${consumer.name} is already registered`)
+    this.consumers.set(consumer.name, consumer)
+  }
+
+  start(): void {
+    this.stopped = false
+    this.schedule(0)
+  }
+
+  /** Asks for a pass soon, e.g. right after a commit that emitted events. */
+  wake(): void {
+    if (!this.stopped && this.running === undefined) this.schedule(0)
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    clearTimeout(this.timer)
+    await this.running
+  }
+
+  /** Relays until every consumer is caught up. */
+  async drain(): Promise<void> {
+    await this.running
+    while ((await this.passAll()) > 0) {
+      // keep going until a pass finds nothing
+    }
+  }
+
+  private schedule(delayMs: number): void {
+    clearTimeout(this.timer)
+    this.timer = setTimeout(() => {
+      this.running = this.passAll()
+        .then((relayed) => {
+          if (!this.stopped) this.schedule(relayed > 0 ? 0 : this.options.pollMs)
+        })
+        .catch((err: unknown) => {
+          this.options.logger.error({ err }, 'outbox relay pass failed')
+          if (!this.stopped) this.schedule(this.options.pollMs * 5)
+        })
+        .finally(() => {
+          this.running = undefined
+        })
+    }, delayMs)
+    this.timer.unref()
+  }
+
+  private async passAll(): Promise<number> {
+    let relayed = 0
+    for (const consumer of this.consumers.values()) relayed += await this.passOne(consumer)
+    return relayed
+  }
+
+  private async passOne(consumer: OutboxConsumer): Promise<number> {
+    const { db, dialect } = this.options.store
+    await db
+      .insertInto('outbox_cursors')
+      .values({ consumer: consumer.name, tx_id: '0', last_id: 0 })
+      .onConflict((oc) => oc.column('consumer').doNothing())
+      .execute()
+    return db.transaction().execute(async (trx) => {
+      let cursorQuery = trx.selectFrom('outbox_cursors').select(['tx_id', 'last_id']).where('consumer', '=', consumer.name)
+      if (dialect.skipLocked) cursorQuery = cursorQuery.forUpdate().skipLocked()
+      const cursor = await cursorQuery.executeTakeFirst()
+      if (!cursor) return 0 // another node holds this consumer's cursor right now
+
+      const rows = await trx
+        .selectFrom('outbox')
+        .selectAll()
+        .where(dialect.outboxAfter(cursor.tx_id, cursor.last_id))
+        .where(dialect.outboxVisible())
+        .orderBy('tx_id')
+        .orderBy('id')
+        .limit(this.batchSize)
+        .execute()
+      if (rows.length === 0) return 0
+
+      const events = rows.map(
+        (row): RelayedEvent => ({
+          sequence: Number(row.id),
+          eventId: row.event_id,
+          type: row.type as EventType,
+          accountId: row.account_id,
+          occurredAt: row.occurred_at,
+          data: JSON.parse(row.payload) as Record<string, unknown>,
+        }),
+      )
+      await consumer.handle(trx, events)
+      const last = rows[rows.length - 1]!
+      await trx
+        .updateTable('outbox_cursors')
+        .set({ tx_id: String(last.tx_id), last_id: Number(last.id) })
+        .where('consumer', '=', consumer.name)
+        .execute()
+      return rows.length
+    })
+  }
+}
+

@@ -1,0 +1,48 @@
+import { randomBytes } from 'node:crypto'
+import { expect } from 'vitest'
+import type { TestServer } from './harness.js'
+
+export interface TestAccount {
+  accountId: string
+  email: string
+  password: string
+  /** A dashboard session JWT. */
+  session: string
+}
+
+/** Signs up and logs in through the public API. */
+export async function signUp(server: TestServer, name = 'Test'): Promise<TestAccount> {
+  const email = `user-${randomBytes(6).toString('hex')}@example.com`
+  const password = 'correct horse battery staple'
+  const signup = await server.post('/v1/auth/signup', { body: { email, password, accountName: name } })
+  expect(signup.status).toBe(201)
+  const login = await server.post('/v1/auth/login', { body: { email, password } })
+  expect(login.status).toBe(200)
+  return { accountId: signup.body.accountId, email, password, session: login.body.token }
+}
+
+/** Creates an API key through the public API and returns the raw key. */
+export async function createKey(
+  server: TestServer,
+  account: TestAccount,
+  permission: 'Sms' | 'Full' | 'Playground' = 'Full',
+  name = 'test key',
+): Promise<string> {
+  const response = await server.post('/v1/keys', { token: account.session, body: { name, permission } })
+  expect(response.status).toBe(201)
+  expect(typeof response.body).toBe('string')
+  return response.body as string
+}
+
+/** Asserts a whole RFC 9457 body and its content type. */
+export function expectProblem(
+  response: { status: number; headers: Headers; body: any },
+  status: number,
+  slug?: string,
+): void {
+  expect(response.status).toBe(status)
+  expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/)
+  expect(response.body).toMatchObject({ status, title: expect.any(String), detail: expect.any(String) })
+  expect(response.body.type).toMatch(/^https:\/\/docs\.messaging-platform\.dev\/errors\//)
+  if (slug) expect(response.body.type).toBe(`https://docs.messaging-platform.dev/errors/${slug}`)
+}

@@ -1,0 +1,98 @@
+import type { FastifyInstance } from 'fastify'
+import { pino } from 'pino'
+import { buildApp } from '../../src/app.js'
+import type { Clock } from '../../src/platform/clock.js'
+import type { Config, DatabaseConfig } from '../../src/platform/config.js'
+import { freshDatabase } from './store.js'
+
+export const TEST_JWT_SECRET = 'test-secret-0123456789abcdefghijklmnopqrstuvwxyz'
+
+export function testConfig(database: DatabaseConfig, overrides: Partial<Config> = {}): Config {
+  return {
+    host: '127.0.0.1',
+    port: 0,
+    database,
+    dataDir: '/nonexistent',
+    redisUrl: undefined,
+    jwtSecret: TEST_JWT_SECRET,
+    adminToken: undefined,
+    allowSignup: true,
+    signupCredits: 0,
+    rateLimitPerSecond: 1000,
+    loginAttemptsPerMinute: 1000,
+    bodyLimitBytes: 1_048_576,
+    logLevel: 'silent',
+    keyUsageFlushMs: 50,
+    outboxPollMs: 20,
+    trustProxy: false,
+    ...overrides,
+  }
+}
+
+export interface ApiResponse<T = any> {
+  status: number
+  headers: Headers
+  body: T
+  text: string
+}
+
+export interface RequestOptions {
+  token?: string
+  body?: unknown
+  /** Sent as-is, with this content type (default application/json). */
+  rawBody?: string | Buffer
+  contentType?: string
+  headers?: Record<string, string>
+}
+
+/** A running server on a real socket, and a client for it. */
+export class TestServer {
+  constructor(
+    readonly app: FastifyInstance,
+    readonly url: string,
+    readonly config: Config,
+  ) {}
+
+  async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = { ...options.headers }
+    if (options.token) headers.authorization = `Bearer ${options.token}`
+    let body: string | Buffer | undefined
+    if (options.rawBody !== undefined) {
+      body = options.rawBody
+      headers['content-type'] = options.contentType ?? 'application/json'
+    } else if (options.body !== undefined) {
+      body = JSON.stringify(options.body)
+      headers['content-type'] = options.contentType ?? 'application/json'
+    }
+    const response = await fetch(this.url + path, { method, headers, body })
+    const text = await response.text()
+    const type = response.headers.get('content-type') ?? ''
+    const parsed = type.includes('json') && text !== '' ? JSON.parse(text) : text
+    return { status: response.status, headers: response.headers, body: parsed as T, text }
+  }
+
+  get = <T = any>(path: string, options?: RequestOptions) => this.request<T>('GET', path, options)
+  post = <T = any>(path: string, options?: RequestOptions) => this.request<T>('POST', path, options)
+  put = <T = any>(path: string, options?: RequestOptions) => this.request<T>('PUT', path, options)
+  patch = <T = any>(path: string, options?: RequestOptions) => this.request<T>('PATCH', path, options)
+  delete = <T = any>(path: string, options?: RequestOptions) => this.request<T>('DELETE', path, options)
+
+  close(): Promise<void> {
+    return this.app.close()
+  }
+}
+
+export interface StartOptions {
+  database?: DatabaseConfig
+  config?: Partial<Config>
+  clock?: Clock
+}
+
+/** Builds the app as main.ts does and listens on 127.0.0.1, a random port. */
+export async function startServer(options: StartOptions = {}): Promise<TestServer> {
+  const database = options.database ?? (await freshDatabase())
+  const config = testConfig(database, options.config)
+  const app = await buildApp(config, { ...(options.clock ? { clock: options.clock } : {}), logger: pino({ level: 'silent' }) })
+  const address = await app.listen({ host: '127.0.0.1', port: 0 })
+  return new TestServer(app, address, config)
+}
