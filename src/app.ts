@@ -15,6 +15,7 @@ import { installValidation } from './platform/http/validation.js'
 import { createLogger } from './platform/logger.js'
 import { OutboxRelay } from './platform/outbox/relay.js'
 import { accountsRoutes, createSessionSigner } from './modules/accounts/index.js'
+import { audienceRoutes, SegmentCountCache } from './modules/audience/index.js'
 import { KeyUsageRecorder, keysRoutes, verifyApiKey } from './modules/keys/index.js'
 
 /** What the composition root built, for main.ts and tests. */
@@ -22,6 +23,7 @@ export interface Platform {
   config: Config
   store: Store
   relay: OutboxRelay
+  segmentCounts: SegmentCountCache
   clock: Clock
   logger: Logger
 }
@@ -52,6 +54,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const usage = new KeyUsageRecorder(store.db, logger.child({ component: 'key-usage' }), config.keyUsageFlushMs)
   const sessions = createSessionSigner(config.jwtSecret, clock)
   const keysDeps = { db: store.db, clock, usage }
+  const audienceDeps = { db: store.db, dialect: store.dialect, clock }
+  const segmentCounts = new SegmentCountCache(audienceDeps, logger.child({ component: 'segment-counts' }), {
+    settleMs: config.segmentCountSettleMs,
+    maxStaleMs: config.segmentCountMaxStaleMs,
+    pollMs: Math.min(1000, config.segmentCountSettleMs),
+  })
   const accountsDeps = { db: store.db, clock, sessions, allowSignup: config.allowSignup, signupCredits: config.signupCredits }
 
   const app = Fastify({
@@ -60,7 +68,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     trustProxy: config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>()
-  app.decorate('platform', { config, store, relay, clock, logger })
+  app.decorate('platform', { config, store, relay, segmentCounts, clock, logger })
 
   // JSON only, unless a route's module adds a parser of its own (CSV import).
   app.removeContentTypeParser('text/plain')
@@ -84,14 +92,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     adminEnabled: config.adminToken !== undefined,
   })
   await app.register(keysRoutes, { deps: keysDeps })
+  await app.register(audienceRoutes, { deps: audienceDeps })
 
   app.addHook('onReady', async () => {
     relay.start()
     usage.start()
+    segmentCounts.start()
   })
   app.addHook('onClose', async () => {
     await relay.stop()
     await usage.stop()
+    await segmentCounts.stop()
     redis?.disconnect()
     await store.close()
   })

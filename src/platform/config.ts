@@ -24,6 +24,10 @@ export interface Config {
   keyUsageFlushMs: number
   outboxPollMs: number
   trustProxy: boolean
+  /** Segment counts in listings are refreshed once changes have been quiet this long... */
+  segmentCountSettleMs: number
+  /** ...and never left stale longer than this while changes keep coming. */
+  segmentCountMaxStaleMs: number
 }
 
 export class ConfigError extends Error {
@@ -77,6 +81,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keyUsageFlushMs: read.integer('KEY_USAGE_FLUSH_MS', 10_000, 10, 60_000),
     outboxPollMs: read.integer('OUTBOX_POLL_MS', 200, 10, 60_000),
     trustProxy: read.boolean('TRUST_PROXY', false),
+    segmentCountSettleMs: read.integer('SEGMENT_COUNT_SETTLE_MS', 2_000, 10, 600_000),
+    segmentCountMaxStaleMs: read.integer('SEGMENT_COUNT_MAX_STALE_MS', 30_000, 100, 3_600_000),
   } satisfies Config
 
   if (problems.length > 0) throw new ConfigError(problems)

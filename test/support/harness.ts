@@ -25,6 +25,8 @@ export function testConfig(database: DatabaseConfig, overrides: Partial<Config> 
     keyUsageFlushMs: 50,
     outboxPollMs: 20,
     trustProxy: false,
+    segmentCountSettleMs: 50,
+    segmentCountMaxStaleMs: 500,
     ...overrides,
   }
 }

@@ -1,5 +1,7 @@
 import { sql, type RawBuilder } from 'kysely'
 
+type Expr = RawBuilder<unknown>
+
 /**
  * The one place that knows SQLite from PostgreSQL. Modules ask for capabilities and
  * helpers here and never test the dialect name themselves.
@@ -16,26 +18,80 @@ export interface Dialect {
   outboxVisible(): RawBuilder<boolean>
   /** Predicate on the outbox: rows after a consumer's cursor, in relay order. */
   outboxAfter(txId: string, id: number): RawBuilder<boolean>
-  /** Row-lock suffix for claiming work so no two nodes take the same row. */
-  readonly skipLocked: boolean
-  /** Case-insensitive, Unicode-aware lower-casing of a text expression. */
-  lower(expr: RawBuilder<unknown>): RawBuilder<string>
+  /** Whether SELECT ... FOR UPDATE [SKIP LOCKED] exists; without it the store has one writer anyway. */
+  readonly rowLocks: boolean
+  /** Value to bind for a JSON column. */
+  toJson(value: Record<string, unknown>): unknown
+  /** A JSON column's value as read back. */
+  fromJson<T>(value: unknown): T
+  /** Text of a JSON object member (a number as its JSON text), null when absent. */
+  jsonMemberText(column: Expr, key: string): RawBuilder<string | null>
+  /** Numeric value of a JSON member that is a number or a numeric-looking string, else null. */
+  jsonMemberNumber(column: Expr, key: string): RawBuilder<number | null>
+  /** Numeric value of a numeric-looking text (`-12`, `3.5`), else null. */
+  textNumber(text: Expr): RawBuilder<number | null>
+  /** Unicode-aware, case-insensitive substring test; the needle is matched literally. */
+  contains(haystack: Expr, needle: string): RawBuilder<boolean>
+  /** Unicode-aware, case-insensitive prefix test; the prefix is matched literally. */
+  startsWith(haystack: Expr, prefix: string): RawBuilder<boolean>
+  /** Refreshes planner statistics after a bulk change. */
+  analyze(table: string): RawBuilder<unknown>
 }
+
+/** The numeric-looking text the platform compares as a number: optional minus, digits, optional fraction. */
+export const NUMERIC_TEXT = /^-?[0-9]+(\.[0-9]+)?$/
+
+// SQLite has no regular expressions; GLOB runs in C and expresses NUMERIC_TEXT in four tests.
+function sqliteIsNumericText(text: Expr): RawBuilder<boolean> {
+  const unsigned = sql`(case when ${text} glob '-*' then substr(${text}, 2) else ${text} end)`
+  return sql<boolean>`(${unsigned} glob '[0-9]*' and ${unsigned} not glob '*[^0-9.]*' and ${unsigned} not glob '*.*.*' and ${unsigned} not glob '*.')`
+}
+
+const sqlitePath = (key: string) => `$."${key}"`
 
 export const sqliteDialect: Dialect = {
   name: 'sqlite',
   outboxVisible: () => sql<boolean>`1 = 1`,
   outboxAfter: (_txId, id) => sql<boolean>`id > ${id}`,
-  skipLocked: false,
-  // SQLite's own lower() folds ASCII only; connect.ts registers a JavaScript one.
-  lower: (expr) => sql<string>`ulower(${expr})`,
+  rowLocks: false,
+  toJson: (value) => JSON.stringify(value),
+  fromJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,
+  // `->>` unquotes strings; `->` keeps a number's JSON text, which is how it was written.
+  jsonMemberText: (column, key) =>
+    sql<string | null>`(case when json_type(${column}, ${sqlitePath(key)}) = 'text' then ${column} ->> ${sqlitePath(key)} else ${column} -> ${sqlitePath(key)} end)`,
+  jsonMemberNumber: (column, key) => {
+    const path = sqlitePath(key)
+    const text = sql`(${column} ->> ${path})`
+    return sql<number | null>`(case json_type(${column}, ${path}) when 'integer' then ${text} when 'real' then ${text} when 'text' then (case when ${sqliteIsNumericText(text)} then cast(${text} as real) end) end)`
+  },
+  textNumber: (text) => sql<number | null>`(case when ${sqliteIsNumericText(text)} then cast(${text} as real) end)`,
+  // SQLite's lower() and LIKE fold ASCII only; connect.ts registers ulower(), which uses
+  // JavaScript's full Unicode lower-casing.
+  contains: (haystack, needle) => sql<boolean>`instr(ulower(${haystack}), ${needle.toLowerCase()}) > 0`,
+  startsWith: (haystack, prefix) => sql<boolean>`instr(ulower(${haystack}), ${prefix.toLowerCase()}) = 1`,
+  analyze: (table) => sql`analyze ${sql.table(table)}`,
 }
+
+const PG_NUMERIC_TEXT = '^-?[0-9]+([.][0-9]+)?$'
 
 export const postgresDialect: Dialect = {
   name: 'postgres',
   outboxVisible: () => sql<boolean>`tx_id < pg_snapshot_xmin(pg_current_snapshot())`,
   outboxAfter: (txId, id) => sql<boolean>`(tx_id, id) > (${txId}::xid8, ${id})`,
-  skipLocked: true,
-  // An ICU collation makes lower() Unicode-aware whatever the database's own locale is.
-  lower: (expr) => sql<string>`lower(${expr} collate "und-x-icu")`,
+  rowLocks: true,
+  toJson: (value) => JSON.stringify(value),
+  fromJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,
+  jsonMemberText: (column, key) => sql<string | null>`(${column} ->> ${key}::text)`,
+  jsonMemberNumber: (column, key) => {
+    const text = sql`(${column} ->> ${key}::text)`
+    return sql<number | null>`(case jsonb_typeof(${column} -> ${key}::text) when 'number' then ${text}::numeric when 'string' then (case when ${text} ~ ${sql.lit(PG_NUMERIC_TEXT)} then ${text}::numeric end) end)`
+  },
+  textNumber: (text) => sql<number | null>`(case when ${text} ~ ${sql.lit(PG_NUMERIC_TEXT)} then (${text})::numeric end)`,
+  // An ICU collation makes lower() Unicode-aware whatever the database's own locale is;
+  // strpos matches the needle literally, so % and _ need no escaping.
+  contains: (haystack, needle) =>
+    sql<boolean>`strpos(lower(${haystack} collate "und-x-icu"), lower(${needle}::text collate "und-x-icu")) > 0`,
+  startsWith: (haystack, prefix) =>
+    sql<boolean>`strpos(lower(${haystack} collate "und-x-icu"), lower(${prefix}::text collate "und-x-icu")) = 1`,
+  analyze: (table) => sql`analyze ${sql.table(table)}`,
 }

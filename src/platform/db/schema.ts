@@ -56,7 +56,75 @@ export interface OutboxCursorsTable {
   last_id: number
 }
 
+export interface ContactsTable {
+  id: string
+  account_id: string
+  phone_number: string
+  first_name: string | null
+  last_name: string | null
+  email: string | null
+  country: string | null
+  opted_out: number
+  /** JSON object of string or number values (text on SQLite, jsonb on PostgreSQL). */
+  attributes: string | Record<string, string | number>
+  created_at: string
+  updated_at: string
+}
+
+export interface ContactListsTable {
+  id: string
+  account_id: string
+  name: string
+  description: string | null
+  created_at: string
+  updated_at: string
+}
+
+export interface ContactListMembersTable {
+  list_id: string
+  contact_id: string
+  added_at: string
+}
+
+export interface SegmentsTable {
+  id: string
+  account_id: string
+  name: string
+  description: string | null
+  rules_operator: 'AND' | 'OR'
+  rules: string
+  contact_count: number | null
+  count_version: Generated<number>
+  counted_version: Generated<number>
+  counted_at: string | null
+  count_stale_since: string | null
+  count_touched_at: string | null
+  created_at: string
+  updated_at: string
+}
+
+export interface ContactImportsTable {
+  id: string
+  account_id: string
+  contact_list_id: string | null
+  status: 'processing' | 'completed' | 'failed'
+  rows_processed: Generated<number>
+  created_count: Generated<number>
+  existing_count: Generated<number>
+  invalid_count: Generated<number>
+  errors: Generated<string>
+  failure: string | null
+  created_at: string
+  updated_at: string
+  completed_at: string | null
+}
+
 export interface DB {
+  contacts: ContactsTable
+  contact_lists: ContactListsTable
+  contact_list_members: ContactListMembersTable
+  segments: SegmentsTable
+  contact_imports: ContactImportsTable
   accounts: AccountsTable
   users: UsersTable
   account_inbound_numbers: AccountInboundNumbersTable

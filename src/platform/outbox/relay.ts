@@ -100,7 +100,7 @@ export class OutboxRelay {
       .execute()
     return db.transaction().execute(async (trx) => {
       let cursorQuery = trx.selectFrom('outbox_cursors').select(['tx_id', 'last_id']).where('consumer', '=', consumer.name)
-      if (dialect.skipLocked) cursorQuery = cursorQuery.forUpdate().skipLocked()
+      if (dialect.rowLocks) cursorQuery = cursorQuery.forUpdate().skipLocked()
       const cursor = await cursorQuery.executeTakeFirst()
       if (!cursor) return 0 // another node holds this consumer's cursor right now
 

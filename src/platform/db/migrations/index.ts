@@ -1,5 +1,6 @@
 import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely'
 import * as foundation from './2026-11-22-0001-foundation.js'
+import * as audience from './2026-11-22-0002-audience.js'
 
 export type MigrationDialect = 'sqlite' | 'postgres'
 
@@ -11,6 +12,7 @@ interface DialectMigration {
 // migration cannot be picked up by accident.
 const MIGRATIONS: Record<string, DialectMigration> = {
   '2026-11-22-0001-foundation': foundation,
+  '2026-11-22-0002-audience': audience,
 }
 
 /** Brings the store to the newest schema; safe to run on every start and on many nodes at once. */

@@ -1,0 +1,8 @@
+/** Audience: contacts, contact lists, rule-based segments and the rule compiler. */
+export { audienceRoutes } from './routes.js'
+export type { AudienceDeps } from './deps.js'
+/** Keeps segments' cached contactCount fresh in the background. */
+export { SegmentCountCache, DEFAULT_COUNT_CACHE, type CountCacheOptions } from './segment-counts.js'
+/** Compiles a segment's rules to one SQL predicate over `contacts` (for broadcasts: INSERT … SELECT). */
+export { compileRuleSet } from './segment-sql.js'
+export { parseRules, type Rule, type RuleSet } from './rules.js'
