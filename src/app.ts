@@ -15,7 +15,7 @@ import { installValidation } from './platform/http/validation.js'
 import { createLogger } from './platform/logger.js'
 import { OutboxRelay } from './platform/outbox/relay.js'
 import { accountsRoutes, createSessionSigner } from './modules/accounts/index.js'
-import { audienceRoutes, SegmentCountCache } from './modules/audience/index.js'
+import { audienceRoutes, ContactImporter, SegmentCountCache } from './modules/audience/index.js'
 import { KeyUsageRecorder, keysRoutes, verifyApiKey } from './modules/keys/index.js'
 
 /** What the composition root built, for main.ts and tests. */
@@ -60,6 +60,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     maxStaleMs: config.segmentCountMaxStaleMs,
     pollMs: Math.min(1000, config.segmentCountSettleMs),
   })
+  const importer = new ContactImporter(audienceDeps, logger.child({ component: 'contact-import' }), {
+    maxBytes: config.importMaxBytes,
+    batchSize: 2000,
+  })
   const accountsDeps = { db: store.db, clock, sessions, allowSignup: config.allowSignup, signupCredits: config.signupCredits }
 
   const app = Fastify({
@@ -92,14 +96,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     adminEnabled: config.adminToken !== undefined,
   })
   await app.register(keysRoutes, { deps: keysDeps })
-  await app.register(audienceRoutes, { deps: audienceDeps })
+  await app.register(audienceRoutes, { deps: audienceDeps, importer })
 
   app.addHook('onReady', async () => {
     relay.start()
     usage.start()
     segmentCounts.start()
+    await importer.start()
   })
   app.addHook('onClose', async () => {
+    await importer.stop()
     await relay.stop()
     await usage.stop()
     await segmentCounts.stop()

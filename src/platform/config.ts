@@ -28,6 +28,8 @@ export interface Config {
   segmentCountSettleMs: number
   /** ...and never left stale longer than this while changes keep coming. */
   segmentCountMaxStaleMs: number
+  /** Largest CSV upload POST /v1/contacts/import takes. */
+  importMaxBytes: number
 }
 
 export class ConfigError extends Error {
@@ -83,6 +85,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: read.boolean('TRUST_PROXY', false),
     segmentCountSettleMs: read.integer('SEGMENT_COUNT_SETTLE_MS', 2_000, 10, 600_000),
     segmentCountMaxStaleMs: read.integer('SEGMENT_COUNT_MAX_STALE_MS', 30_000, 100, 3_600_000),
+    importMaxBytes: read.integer('IMPORT_MAX_BYTES', 536_870_912, 1024, 17_179_869_184),
   } satisfies Config
 
   if (problems.length > 0) throw new ConfigError(problems)

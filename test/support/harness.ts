@@ -27,6 +27,7 @@ export function testConfig(database: DatabaseConfig, overrides: Partial<Config> 
     trustProxy: false,
     segmentCountSettleMs: 50,
     segmentCountMaxStaleMs: 500,
+    importMaxBytes: 10_000_000,
     ...overrides,
   }
 }

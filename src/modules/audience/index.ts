@@ -2,6 +2,8 @@
 export { audienceRoutes } from './routes.js'
 export type { AudienceDeps } from './deps.js'
 /** Keeps segments' cached contactCount fresh in the background. */
+/** Runs CSV imports in the background; start() fails imports a dead node left behind. */
+export { ContactImporter, type ImportOptions } from './imports.js'
 export { SegmentCountCache, DEFAULT_COUNT_CACHE, type CountCacheOptions } from './segment-counts.js'
 /** Compiles a segment's rules to one SQL predicate over `contacts` (for broadcasts: INSERT … SELECT). */
 export { compileRuleSet } from './segment-sql.js'

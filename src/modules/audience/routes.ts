@@ -4,18 +4,26 @@ import { PageOf } from '../../platform/http/pagination.js'
 import { AUTH } from '../../platform/http/principal.js'
 import { sendCreatedId } from '../../platform/http/replies.js'
 import { CreatedId, IdParams, problemResponses } from '../../platform/http/schemas.js'
+import { RAW_BODY } from '../../platform/http/validation.js'
+import { Readable } from 'node:stream'
+import { UnsupportedMediaType } from '../../platform/problems.js'
+import { Type } from 'typebox'
 import { createContact, createContacts, deleteContact, getContact, listContacts, updateContact } from './contacts.js'
 import type { AudienceDeps } from './deps.js'
+import type { ContactImporter } from './imports.js'
 import { addToList, createList, deleteList, listLists, removeFromList } from './lists.js'
 import {
   AddToListBody,
   AddToListResult,
   Contact,
+  ContactImport,
+  ContactImportQuery,
   ContactList,
   CreateContactBody,
   CreateContactsBody,
   CreateContactsResult,
   CreateListBody,
+  ImportAccepted,
   ListContactsQuery,
   ListListsQuery,
   ListMemberParams,
@@ -35,7 +43,39 @@ const NoContent = { 204: { type: 'null', description: 'Done' } }
 const READ = problemResponses(401, 403, 404, 422, 429)
 const WRITE = problemResponses(400, 401, 403, 404, 413, 415, 422, 429)
 
-export const audienceRoutes: FastifyPluginAsyncTypebox<{ deps: AudienceDeps }> = async (app, { deps }) => {
+const CsvUpload = Type.String({
+  [RAW_BODY]: true,
+  description:
+    'CSV with a header row: a phoneNumber column (also phone, mobile, msisdn), optional firstName, lastName, email; every other column becomes an attribute',
+  examples: ['phoneNumber,firstName,plan\n+14155550100,Ada,gold\n'],
+})
+
+export const audienceRoutes: FastifyPluginAsyncTypebox<{ deps: AudienceDeps; importer: ContactImporter }> = async (app, { deps, importer }) => {
+  // The upload is handed to the importer as a stream; Fastify never buffers it.
+  app.addContentTypeParser(['text/csv', 'application/csv'], (_request, payload, done) => done(null, payload))
+
+  app.post('/v1/contacts/import', {
+    schema: {
+      tags: ['contacts'],
+      summary: 'Import contacts from CSV in the background; poll the import for progress and per-row errors',
+      consumes: ['text/csv'],
+      body: CsvUpload,
+      querystring: ContactImportQuery,
+      response: { 202: ImportAccepted, ...WRITE },
+    },
+    config: { auth },
+  }, async (request, reply) => {
+    // Any other content type reaches here already parsed: only text/csv arrives as a stream.
+    if (!(request.body instanceof Readable)) throw new UnsupportedMediaType('Send the file as text/csv')
+    const importId = await importer.accept(accountIdOf(request), request.query.contactListId, request.body)
+    return reply.code(202).header('location', `/v1/contacts/imports/${importId}`).send({ importId })
+  })
+
+  app.get('/v1/contacts/imports/:id', {
+    schema: { tags: ['contacts'], summary: 'Progress and per-row errors of a CSV import', params: IdParams, response: { 200: ContactImport, ...READ } },
+    config: { auth },
+  }, (request) => importer.get(accountIdOf(request), request.params.id))
+
   // ---- contacts ----
   app.post('/v1/contacts', {
     schema: { tags: ['contacts'], summary: 'Create contacts from a comma-separated string of phone numbers', body: CreateContactsBody, response: { 201: CreateContactsResult, ...WRITE } },

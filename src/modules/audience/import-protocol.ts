@@ -1,0 +1,26 @@
+/** Messages between the import worker (import-parser.ts) and the importer. */
+export interface ParsedImportRow {
+  phoneNumber: string
+  country: string | null
+  firstName: string | null
+  lastName: string | null
+  email: string | null
+  attributes: Record<string, string>
+}
+
+export interface ImportRowError {
+  /** 1 is the first data row after the header. */
+  row: number
+  value: string
+  reason: string
+}
+
+export interface ImportBatch {
+  type: 'batch'
+  rows: ParsedImportRow[]
+  errors: ImportRowError[]
+  /** Data rows this batch covers, valid or not. */
+  processed: number
+}
+
+export type ParserMessage = ImportBatch | { type: 'done' } | { type: 'failed'; reason: string }

@@ -1,0 +1,225 @@
+import { createWriteStream } from 'node:fs'
+import { mkdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Transform, type Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { Worker } from 'node:worker_threads'
+import type { Logger } from 'pino'
+import { newId } from '../../platform/ids.js'
+import { NotFound, PayloadTooLarge } from '../../platform/problems.js'
+import { requireList, saveContacts } from './contacts.js'
+import type { AudienceDeps } from './deps.js'
+import * as importQueries from './import-queries.js'
+import type { ImportBatch, ImportRowError, ParserMessage } from './import-protocol.js'
+import type { NewContact } from './queries.js'
+import type { ContactImport } from './schemas.js'
+
+export interface ImportOptions {
+  maxBytes: number
+  /** Rows written in one transaction. */
+  batchSize: number
+}
+
+const KEPT_ERRORS = 1000
+const INTERRUPTED =
+  'interrupted: the server stopped before the import finished; the rows imported so far are kept, and importing the file again is safe'
+// A running import records progress every batch, far more often than this.
+const ABANDONED_AFTER_MS = 5 * 60_000
+
+/**
+ * Starts the parser thread. Built, it is plain JavaScript. Run from TypeScript sources
+ * (tests, `npm run dev`), the thread first registers tsx's loader, since Node 20 does not
+ * pass `--import` loaders on to worker threads.
+ */
+function startParser(workerData: { path: string; batchSize: number }): Worker {
+  const ownUrl = import.meta.url
+  if (!ownUrl.endsWith('.ts')) return new Worker(new URL('./import-parser.js', ownUrl), { workerData })
+  const parser = new URL('./import-parser.ts', ownUrl).href
+  // Bare specifier on purpose: tsx's ESM entry, resolved from the working directory.
+  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(parser)}) })`
+  return new Worker(bootstrap, { eval: true, workerData })
+}
+
+/**
+ * Streams a CSV upload to a temporary file (never holding it in memory), then imports it
+ * in the background: a worker thread parses, this thread writes batches, each batch one
+ * transaction with its ContactCreated events and its progress, so a crash loses no
+ * committed row and importing the same file again only reuses what is there.
+ */
+export class ContactImporter {
+  private readonly workers = new Map<string, Worker>()
+  private readonly running = new Set<Promise<void>>()
+  private readonly directory = join(tmpdir(), 'messaging-platform-imports')
+
+  constructor(
+    private readonly deps: AudienceDeps,
+    private readonly logger: Logger,
+    private readonly options: ImportOptions,
+  ) {}
+
+  async start(): Promise<void> {
+    const now = this.deps.clock.now()
+    await importQueries.failAbandonedImports(this.deps.db, new Date(now.getTime() - ABANDONED_AFTER_MS).toISOString(), now.toISOString(), INTERRUPTED)
+  }
+
+  /** Stops every running import after its current batch; each is marked failed (interrupted). */
+  async stop(): Promise<void> {
+    await Promise.all([...this.workers.values()].map((worker) => worker.terminate()))
+    await Promise.all(this.running)
+  }
+
+  /** Spools the upload and starts the import; resolves with its id once the file is on disk. */
+  async accept(accountId: string, listId: string | undefined, upload: Readable): Promise<string> {
+    await requireList(this.deps, accountId, listId)
+    const importId = newId()
+    await mkdir(this.directory, { recursive: true })
+    const path = join(this.directory, `${importId}.csv`)
+    try {
+      await pipeline(upload, limitBytes(this.options.maxBytes), createWriteStream(path, { mode: 0o600 }))
+    } catch (err) {
+      await rm(path, { force: true })
+      throw err
+    }
+    const at = this.deps.clock.now().toISOString()
+    await importQueries.insertImport(this.deps.db, { id: importId, account_id: accountId, contact_list_id: listId ?? null, status: 'processing', created_at: at, updated_at: at })
+    const done = this.run(importId, accountId, listId, path)
+    this.running.add(done)
+    void done.finally(() => this.running.delete(done))
+    return importId
+  }
+
+  async get(accountId: string, importId: string): Promise<ContactImport> {
+    const row = await importQueries.findImport(this.deps.db, accountId, importId)
+    if (!row) throw new NotFound('contact import', importId)
+    return {
+      id: row.id,
+      status: row.status,
+      contactListId: row.contact_list_id,
+      rowsProcessed: Number(row.rows_processed),
+      created: Number(row.created_count),
+      existing: Number(row.existing_count),
+      invalid: Number(row.invalid_count),
+      errors: JSON.parse(row.errors) as ImportRowError[],
+      failure: row.failure,
+      createdAt: row.created_at,
+      completedAt: row.completed_at,
+    }
+  }
+
+  private async run(importId: string, accountId: string, listId: string | undefined, path: string): Promise<void> {
+    const progress = { processed: 0, created: 0, existing: 0, invalid: 0, errors: [] as ImportRowError[] }
+    let outcome: { status: 'completed' | 'failed'; failure: string | null }
+    try {
+      outcome = await this.parseAndWrite(importId, path, async (batch) => {
+        await this.writeBatch(importId, accountId, listId, batch, progress)
+      })
+      if (outcome.status === 'completed' && progress.created > 10_000) {
+        // Keep planner statistics current so segment counts pick the right plan.
+        await this.deps.dialect.analyze('contacts').execute(this.deps.db)
+      }
+    } catch (err) {
+      this.logger.error({ err, importId }, 'contact import failed')
+      outcome = { status: 'failed', failure: 'the import stopped on an unexpected error; the rows imported so far are kept' }
+    } finally {
+      this.workers.delete(importId)
+      await rm(path, { force: true })
+    }
+    try {
+      await importQueries.finishImport(this.deps.db, importId, { ...outcome, at: this.deps.clock.now().toISOString() })
+    } catch (err) {
+      this.logger.error({ err, importId }, 'could not record the end of a contact import')
+    }
+  }
+
+  private parseAndWrite(
+    importId: string,
+    path: string,
+    write: (batch: ImportBatch) => Promise<void>,
+  ): Promise<{ status: 'completed' | 'failed'; failure: string | null }> {
+    return new Promise((resolve, reject) => {
+      const worker = startParser({ path, batchSize: this.options.batchSize })
+      this.workers.set(importId, worker)
+      let writing = Promise.resolve()
+      let settled = false
+      const settle = (fn: () => void) => {
+        if (settled) return
+        settled = true
+        void worker.terminate()
+        fn()
+      }
+      worker.on('message', (message: ParserMessage) => {
+        // Writes run one after another, in the order the worker sent the batches.
+        writing = writing.then(async () => {
+          if (settled) return
+          if (message.type === 'batch') {
+            await write(message)
+            worker.postMessage('credit')
+          } else if (message.type === 'done') {
+            settle(() => resolve({ status: 'completed', failure: null }))
+          } else {
+            settle(() => resolve({ status: 'failed', failure: message.reason }))
+          }
+        }).catch((err: unknown) => settle(() => reject(err)))
+      })
+      worker.on('error', (err) => settle(() => reject(err)))
+      worker.on('exit', () => settle(() => resolve({ status: 'failed', failure: INTERRUPTED })))
+    })
+  }
+
+  private async writeBatch(
+    importId: string,
+    accountId: string,
+    listId: string | undefined,
+    batch: ImportBatch,
+    progress: { processed: number; created: number; existing: number; invalid: number; errors: ImportRowError[] },
+  ): Promise<void> {
+    const contacts: NewContact[] = batch.rows.map((row) => ({
+      id: newId(),
+      phone_number: row.phoneNumber,
+      country: row.country,
+      first_name: row.firstName,
+      last_name: row.lastName,
+      email: row.email,
+      attributes: row.attributes,
+    }))
+    await this.deps.db.transaction().execute(async (trx) => {
+      const saved = await saveContacts(trx, this.deps, accountId, dedupe(contacts), listId)
+      progress.processed += batch.processed
+      progress.created += saved.created.size
+      progress.existing += batch.rows.length - saved.created.size
+      progress.invalid += batch.errors.length
+      progress.errors.push(...batch.errors.slice(0, KEPT_ERRORS - progress.errors.length))
+      await importQueries.recordProgress(trx, importId, {
+        rows_processed: progress.processed,
+        created_count: progress.created,
+        existing_count: progress.existing,
+        invalid_count: progress.invalid,
+        errors: JSON.stringify(progress.errors),
+        updated_at: this.deps.clock.now().toISOString(),
+      })
+    })
+  }
+}
+
+/** A number repeated within a batch is written once; its repeats count as existing. */
+function dedupe(contacts: NewContact[]): NewContact[] {
+  const seen = new Set<string>()
+  return contacts.filter((c) => !seen.has(c.phone_number) && seen.add(c.phone_number))
+}
+
+function limitBytes(maxBytes: number): Transform {
+  let total = 0
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      total += chunk.length
+      if (total > maxBytes) {
+        // The rest of the upload is not read: the connection cannot carry another request.
+        const problem = new PayloadTooLarge(maxBytes)
+        problem.headers.connection = 'close'
+        callback(problem)
+      }
+      else callback(null, chunk)
+    },
+  })
+}
