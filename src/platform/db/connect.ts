@@ -1,7 +1,14 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import {
+  Kysely,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+  type DatabaseIntrospector,
+  type DatabaseMetadataOptions,
+} from 'kysely'
 import pg from 'pg'
 import type { DatabaseConfig } from '../config.js'
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.js'
@@ -59,7 +66,7 @@ function openPostgres(url: string, schema: string | undefined): Store {
       }) as typeof pg.types.getTypeParser,
     },
   })
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) })
+  const db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool }) })
   return {
     db,
     dialect: postgresDialect,
@@ -67,5 +74,28 @@ function openPostgres(url: string, schema: string | undefined): Store {
       await sql`select 1`.execute(db)
     },
     close: () => db.destroy(),
+  }
+}
+
+/**
+ * Kysely's Migrator, given no schema, looks for its bookkeeping tables in every schema
+ * of the database: a kysely_migration table in another schema (another app, or another
+ * test run's schema) makes it skip creating its own, and migrating then fails. Scoping
+ * introspection to current_schema(), where unqualified names resolve and the migrations
+ * create their tables, keeps each schema's migrations apart.
+ */
+class CurrentSchemaPostgresDialect extends PostgresDialect {
+  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    const inner = super.createIntrospector(db)
+    const getTables = async (options?: DatabaseMetadataOptions) => {
+      const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db)
+      const current = rows[0]?.schema
+      return (await inner.getTables(options)).filter((table) => table.schema === current)
+    }
+    return {
+      getSchemas: () => inner.getSchemas(),
+      getTables,
+      getMetadata: async (options) => ({ tables: await getTables(options) }),
+    }
   }
 }

@@ -5,10 +5,13 @@ export interface PageLimits {
   maxSize: number
 }
 
+export const MAX_PAGE_NUMBER = 2_147_483_647
+
 /** Query parameters of a paginated list: pageNumber and pageSize with the endpoint's limits. */
 export function pageQuery(limits: PageLimits) {
   return {
-    pageNumber: Type.Integer({ minimum: 1, default: 1, description: 'Page to return, from 1' }),
+    // Bounded so the row offset stays an exact integer the stores accept; past the end is an empty page anyway.
+    pageNumber: Type.Integer({ minimum: 1, maximum: MAX_PAGE_NUMBER, default: 1, description: 'Page to return, from 1' }),
     pageSize: Type.Integer({
       minimum: 1,
       maximum: limits.maxSize,

@@ -1,11 +1,15 @@
 import { Ajv, type Options } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance } from 'fastify'
+import { NotFound, ValidationFailed } from '../problems.js'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under native ESM.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (ajv: Ajv) => Ajv
 
 const common: Options = { allErrors: true, useDefaults: true, removeAdditional: false, strict: false }
+
+/** Marks a body schema as documentation only: the route reads the body as a stream. */
+export const RAW_BODY = 'x-raw-body'
 
 /**
  * Two validators: query strings, params and headers arrive as text and are coerced to
@@ -15,7 +19,49 @@ export function installValidation(app: FastifyInstance): void {
   const coercing = addFormats(new Ajv({ ...common, coerceTypes: 'array' }))
   const strict = addFormats(new Ajv({ ...common, coerceTypes: false }))
   app.setValidatorCompiler(({ schema, httpPart }) => {
+    // A streamed body (CSV import) is documented with a schema but read by the handler.
+    if ((schema as Record<string, unknown>)[RAW_BODY] === true) return () => true
     const ajv = httpPart === 'body' ? strict : coercing
     return ajv.compile(schema) as never
   })
+
+  // PostgreSQL text cannot hold U+0000: a NUL would reach the store as an error (500)
+  // there, and be stored as-is on SQLite. Refused up front on both stores instead: in a
+  // path id as the miss it is (404), in a query or body as a 422 naming the field.
+  app.addHook('preValidation', async (request) => {
+    if (findNul(request.params) !== undefined) throw new NotFound('resource')
+    for (const [part, value] of [['query', request.query], ['body', request.body]] as const) {
+      const field = findNul(value)
+      if (field !== undefined) throw ValidationFailed.field(field || part, 'must not contain the NUL character')
+    }
+  })
+}
+
+/** The path of the first string (or property name) holding U+0000, '' for the root; undefined if none. */
+function findNul(root: unknown): string | undefined {
+  // Iterative: a body may nest arrays deeper than the call stack allows.
+  const pending: { value: unknown; path: string }[] = [{ value: root, path: '' }]
+  while (pending.length > 0) {
+    const { value, path } = pending.pop()!
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return path
+    } else if (Array.isArray(value)) {
+      value.forEach((item, index) => pending.push({ value: item, path: `${path}[${index}]` }))
+    } else if (isPlainObject(value)) {
+      for (const [name, item] of Object.entries(value)) {
+        const itemPath = path ? `${path}.${name}` : name
+        if (name.includes('\u0000')) return itemPath
+        pending.push({ value: item, path: itemPath })
+      }
+    }
+  }
+  return undefined
+}
+
+// Parsed JSON and query strings are plain objects; a streamed body (CSV import) is not
+// data to inspect, and walking it would wander through the socket and server.
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false
+  const prototype = Object.getPrototypeOf(value)
+  return prototype === Object.prototype || prototype === null
 }
