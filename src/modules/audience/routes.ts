@@ -66,8 +66,9 @@ export const audienceRoutes: FastifyPluginAsyncTypebox<{ deps: AudienceDeps; imp
     config: { auth },
   }, async (request, reply) => {
     // Any other content type reaches here already parsed: only text/csv arrives as a stream.
-    if (!(request.body instanceof Readable)) throw new UnsupportedMediaType('Send the file as text/csv')
-    const importId = await importer.accept(accountIdOf(request), request.query.contactListId, request.body)
+    const upload: unknown = request.body
+    if (!(upload instanceof Readable)) throw new UnsupportedMediaType('Send the file as text/csv')
+    const importId = await importer.accept(accountIdOf(request), request.query.contactListId, upload)
     return reply.code(202).header('location', `/v1/contacts/imports/${importId}`).send({ importId })
   })
 
