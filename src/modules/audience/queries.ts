@@ -1,12 +1,11 @@
 import { sql, type Kysely, type RawBuilder, type Selectable, type Transaction } from 'kysely'
+import { createBulkInsert } from '../../platform/db/bulk.js'
 import type { Dialect } from '../../platform/db/dialect.js'
 import type { ContactsTable, DB } from '../../platform/db/schema.js'
 
 type Handle = Kysely<DB> | Transaction<DB>
 export type ContactRow = Selectable<ContactsTable>
 
-// Stays under SQLite's and pg's bound-parameter limits with eleven columns a row.
-const CONTACT_ROWS_PER_INSERT = 500
 const IDS_PER_QUERY = 900
 
 export interface NewContact {
@@ -18,6 +17,15 @@ export interface NewContact {
   email: string | null
   attributes: Record<string, string | number>
 }
+
+type ContactInsertRow = Omit<ContactsTable, 'attributes'> & { attributes: unknown }
+
+const insertContactRows = createBulkInsert<ContactInsertRow>({
+  table: 'contacts',
+  columns: ['id', 'account_id', 'phone_number', 'first_name', 'last_name', 'email', 'country', 'opted_out', 'attributes', 'created_at', 'updated_at'],
+  conflictColumns: ['account_id', 'phone_number'],
+  returning: ['id', 'phone_number'],
+})
 
 /**
  * Inserts the contacts whose number the account does not hold yet. Returns the id of
@@ -32,37 +40,23 @@ export async function upsertContacts(
 ): Promise<{ idByPhone: Map<string, string>; created: Set<string> }> {
   const idByPhone = new Map<string, string>()
   const created = new Set<string>()
-  for (let start = 0; start < contacts.length; start += CONTACT_ROWS_PER_INSERT) {
-    const chunk = contacts.slice(start, start + CONTACT_ROWS_PER_INSERT)
-    const inserted = await trx
-      .insertInto('contacts')
-      .values(
-        chunk.map((c) => ({
-          ...c,
-          account_id: accountId,
-          attributes: dialect.toJson(c.attributes) as string,
-          opted_out: 0,
-          created_at: at,
-          updated_at: at,
-        })),
-      )
-      .onConflict((oc) => oc.columns(['account_id', 'phone_number']).doNothing())
-      .returning(['id', 'phone_number'])
+  const inserted = await insertContactRows<{ id: string; phone_number: string }>(
+    trx,
+    contacts.map((c) => ({ ...c, account_id: accountId, attributes: dialect.toJson(c.attributes), opted_out: 0, created_at: at, updated_at: at })),
+  )
+  for (const row of inserted.rows) {
+    idByPhone.set(row.phone_number, row.id)
+    created.add(row.phone_number)
+  }
+  const missing = contacts.filter((c) => !created.has(c.phone_number)).map((c) => c.phone_number)
+  for (let start = 0; start < missing.length; start += IDS_PER_QUERY) {
+    const existing = await trx
+      .selectFrom('contacts')
+      .select(['id', 'phone_number'])
+      .where('account_id', '=', accountId)
+      .where('phone_number', 'in', missing.slice(start, start + IDS_PER_QUERY))
       .execute()
-    for (const row of inserted) {
-      idByPhone.set(row.phone_number, row.id)
-      created.add(row.phone_number)
-    }
-    const missing = chunk.filter((c) => !created.has(c.phone_number)).map((c) => c.phone_number)
-    if (missing.length > 0) {
-      const existing = await trx
-        .selectFrom('contacts')
-        .select(['id', 'phone_number'])
-        .where('account_id', '=', accountId)
-        .where('phone_number', 'in', missing)
-        .execute()
-      for (const row of existing) idByPhone.set(row.phone_number, row.id)
-    }
+    for (const row of existing) idByPhone.set(row.phone_number, row.id)
   }
   return { idByPhone, created }
 }
@@ -209,27 +203,16 @@ export function listLists(db: Handle, dialect: Dialect, accountId: string, searc
     .execute()
 }
 
-export async function countListMembers(db: Handle, listId: string): Promise<number> {
-  const row = await db
-    .selectFrom('contact_list_members')
-    .select((eb) => eb.fn.countAll<number>().as('count'))
-    .where('list_id', '=', listId)
-    .executeTakeFirstOrThrow()
-  return Number(row.count)
-}
+const insertMembers = createBulkInsert<DB['contact_list_members']>({
+  table: 'contact_list_members',
+  columns: ['list_id', 'contact_id', 'added_at'],
+  conflictColumns: ['list_id', 'contact_id'],
+})
 
 /** Adds members that are not members yet; returns how many were added. */
 export async function addListMembers(trx: Transaction<DB>, listId: string, contactIds: readonly string[], at: string): Promise<number> {
-  let added = 0
-  for (let start = 0; start < contactIds.length; start += IDS_PER_QUERY) {
-    const result = await trx
-      .insertInto('contact_list_members')
-      .values(contactIds.slice(start, start + IDS_PER_QUERY).map((contact_id) => ({ list_id: listId, contact_id, added_at: at })))
-      .onConflict((oc) => oc.columns(['list_id', 'contact_id']).doNothing())
-      .executeTakeFirst()
-    added += Number(result.numInsertedOrUpdatedRows ?? 0n)
-  }
-  return added
+  const result = await insertMembers(trx, contactIds.map((contact_id) => ({ list_id: listId, contact_id, added_at: at })))
+  return result.insertedCount
 }
 
 export async function removeListMember(trx: Transaction<DB>, listId: string, contactId: string): Promise<boolean> {

@@ -75,7 +75,8 @@ export async function up(db: Kysely<any>, dialect: MigrationDialect): Promise<vo
         occurred_at text not null
       )`.execute(db)
   }
-  await db.schema.createIndex('outbox_order').on('outbox').columns(['tx_id', 'id']).execute()
+  // SQLite relays in id (rowid) order and needs no further index.
+  if (dialect === 'postgres') await db.schema.createIndex('outbox_order').on('outbox').columns(['tx_id', 'id']).execute()
 
   await db.schema
     .createTable('outbox_cursors')

@@ -1,0 +1,250 @@
+/**
+ * Audience benchmark: CSV import rate, live segment counts beside a bare SQL floor, and
+ * the p95 of listing 100 segments, on a generated million contacts.
+ *
+ *   npm run bench:audience                      # SQLite
+ *   npm run bench:audience -- --store postgres  # PostgreSQL (BENCH_DATABASE_URL or the local server)
+ *   flags: --contacts N (1000000), --import-runs N (3), --count-runs N (5)
+ */
+import { createReadStream, mkdtempSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { Readable } from 'node:stream'
+import { parseArgs } from 'node:util'
+import { generateContactsCsv, phoneNumber } from './audience/generate.js'
+import { openFloor } from './audience/floor.js'
+import { createFreshDatabase, type FreshDatabase } from './lib/postgres.js'
+import { PROJECT_DIR, buildServer, startServer, type RunningServer } from './lib/server.js'
+
+const { values: flags } = parseArgs({
+  options: {
+    store: { type: 'string', default: 'sqlite' },
+    contacts: { type: 'string', default: '1000000' },
+    'import-runs': { type: 'string', default: '3' },
+    'count-runs': { type: 'string', default: '5' },
+  },
+})
+const store = flags.store as 'sqlite' | 'postgres'
+const contacts = Number(flags.contacts)
+const importRuns = Number(flags['import-runs'])
+const countRuns = Number(flags['count-runs'])
+const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const LIST_MEMBERS = Math.min(100_000, Math.floor(contacts / 10))
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!
+const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!
+const ms = (x: number) => `${x.toFixed(1)} ms`
+
+interface Session {
+  server: RunningServer
+  key: string
+  accountId: string
+  database: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string }
+  fresh?: FreshDatabase
+}
+
+async function api(session: Pick<Session, 'server' | 'key'>, method: string, path: string, body?: unknown): Promise<any> {
+  const response = await fetch(session.server.url + path, {
+    method,
+    headers: { authorization: `Bearer ${session.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  const text = await response.text()
+  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`)
+  return text === '' ? undefined : JSON.parse(text)
+}
+
+async function openSession(entry: string): Promise<Session> {
+  let database: Session['database']
+  let fresh: FreshDatabase | undefined
+  if (store === 'postgres') {
+    fresh = await createFreshDatabase(ADMIN_URL, 'bench_audience')
+    database = { kind: 'postgres', url: fresh.url }
+  } else {
+    database = { kind: 'sqlite', path: join(mkdtempSync(join(tmpdir(), 'bench-audience-')), 'bench.db') }
+  }
+  const server = await startServer({
+    mode: 'dist',
+    entry,
+    env: {
+      DATABASE_URL: database.kind === 'sqlite' ? `sqlite:${database.path}` : database.url,
+      JWT_SECRET: 'bench-secret-0123456789abcdefghijklmnopqrstuvwxyz',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_SECOND: '1000000',
+      IMPORT_MAX_BYTES: String(4 * 1024 ** 3),
+    },
+  })
+  const email = `bench-${Date.now()}@example.com`
+  const password = 'bench password 0123'
+  const post = (path: string, body: unknown, token?: string) =>
+    fetch(server.url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) }).then((r) => r.json())
+  const { accountId } = (await post('/v1/auth/signup', { email, password })) as { accountId: string }
+  const { token } = (await post('/v1/auth/login', { email, password })) as { token: string }
+  const key = (await post('/v1/keys', { name: 'bench' }, token)) as string
+  return { server, key, accountId, database, ...(fresh ? { fresh } : {}) }
+}
+
+async function closeSession(session: Session): Promise<void> {
+  await session.server.stop()
+  await session.fresh?.drop()
+}
+
+/** Uploads the CSV as a stream and waits for the import to finish; returns the elapsed seconds and the import. */
+async function importFile(session: Session, path: string, query = ''): Promise<{ seconds: number; result: any }> {
+  const started = performance.now()
+  const response = await fetch(`${session.server.url}/v1/contacts/import${query}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${session.key}`, 'content-type': 'text/csv' },
+    body: Readable.toWeb(createReadStream(path)) as ReadableStream,
+    duplex: 'half',
+  } as RequestInit)
+  const { importId } = (await response.json()) as { importId: string }
+  for (;;) {
+    const result = await api(session, 'GET', `/v1/contacts/imports/${importId}`)
+    if (result.status !== 'processing') return { seconds: (performance.now() - started) / 1000, result }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+const rule = (field: string, operator: string, value: string) => ({ field, operator, value })
+
+function platformRules(listId: string): Record<string, { rulesOperator: 'AND' | 'OR'; rules: ReturnType<typeof rule>[] }> {
+  return {
+    equals: { rulesOperator: 'AND', rules: [rule('attributes.plan', 'equals', 'gold')] },
+    notEquals: { rulesOperator: 'AND', rules: [rule('attributes.city', 'notEquals', 'Berlin')] },
+    contains: { rulesOperator: 'AND', rules: [rule('firstName', 'contains', 'lod')] },
+    startsWith: { rulesOperator: 'AND', rules: [rule('email', 'startsWith', 'ada')] },
+    greaterThan: { rulesOperator: 'AND', rules: [rule('attributes.age', 'greaterThan', '40')] },
+    lessThan: { rulesOperator: 'AND', rules: [rule('attributes.age', 'lessThan', '25')] },
+    contactListId: { rulesOperator: 'AND', rules: [rule('contactListId', 'equals', listId)] },
+    and5: {
+      rulesOperator: 'AND',
+      rules: [
+        rule('attributes.plan', 'equals', 'gold'),
+        rule('attributes.age', 'greaterThan', '30'),
+        rule('attributes.city', 'notEquals', 'Berlin'),
+        rule('lastName', 'contains', 'o'),
+        rule('phoneNumber', 'startsWith', '+1'),
+      ],
+    },
+    or5: {
+      rulesOperator: 'OR',
+      rules: [
+        rule('attributes.plan', 'equals', 'gold'),
+        rule('attributes.age', 'greaterThan', '75'),
+        rule('attributes.city', 'equals', 'Tokyo'),
+        rule('firstName', 'contains', 'zo'),
+        rule('email', 'startsWith', 'grace'),
+      ],
+    },
+  }
+}
+
+async function main(): Promise<void> {
+  console.log(`audience benchmark: ${contacts.toLocaleString('en')} contacts on ${store}, Node ${process.version}`)
+  const csv = await generateContactsCsv(resolve(PROJECT_DIR, '.bench', `contacts-${contacts}.csv`), contacts)
+  console.log(`CSV: ${csv} (${(statSync(csv).size / 1024 ** 2).toFixed(0)} MiB)`)
+  const entry = buildServer()
+
+  // 1. Import rate: each run into a fresh store.
+  const rates: number[] = []
+  let session: Session | undefined
+  for (let run = 1; run <= importRuns; run++) {
+    if (session) await closeSession(session)
+    session = await openSession(entry)
+    const { seconds, result } = await importFile(session, csv)
+    if (result.status !== 'completed' || result.created !== contacts) throw new Error(`import ${run} ended ${JSON.stringify({ ...result, errors: result.errors.slice(0, 3) })}`)
+    rates.push(contacts / seconds)
+    console.log(`import run ${run}: ${seconds.toFixed(1)} s, ${Math.round(contacts / seconds).toLocaleString('en')} contacts/s`)
+  }
+  const s = session!
+
+  // A list of the first LIST_MEMBERS contacts, filled by a second import with contactListId.
+  const listId = (await api(s, 'POST', '/v1/contact-lists', { name: 'bench list' })) as string
+  const listCsv = join(mkdtempSync(join(tmpdir(), 'bench-list-')), 'list.csv')
+  {
+    const { writeFileSync } = await import('node:fs')
+    writeFileSync(listCsv, 'phoneNumber\n' + Array.from({ length: LIST_MEMBERS }, (_, i) => phoneNumber(i)).join('\n') + '\n')
+  }
+  const listImport = await importFile(s, listCsv, `?contactListId=${listId}`)
+  console.log(`list of ${LIST_MEMBERS.toLocaleString('en')} members imported in ${listImport.seconds.toFixed(1)} s`)
+
+  // 2. Live counts beside the floor.
+  const floor = openFloor(s.database, listId)
+  const rows: string[] = []
+  for (const [name, ruleSet] of Object.entries(platformRules(listId))) {
+    const platformMs: number[] = []
+    const floorMs: number[] = []
+    let platformCount = 0
+    let floorCount = 0
+    for (let i = 0; i < countRuns; i++) {
+      let t = performance.now()
+      platformCount = (await api(s, 'POST', '/v1/audience/segments/preview?limit=0', { rulesOperator: ruleSet.rulesOperator, rules: JSON.stringify(ruleSet.rules) })).count
+      platformMs.push(performance.now() - t)
+      t = performance.now()
+      floorCount = await floor.count(name, s.accountId)
+      floorMs.push(performance.now() - t)
+    }
+    const check = platformCount === floorCount ? '' : `  COUNT MISMATCH (floor ${floorCount})`
+    rows.push(
+      `| ${name} | ${platformCount.toLocaleString('en')} | ${ms(median(platformMs))} | ${ms(median(floorMs))} | ${(median(platformMs) / median(floorMs)).toFixed(2)} | ${median(platformMs) < 1000 ? 'yes' : 'NO'} |${check}`,
+    )
+  }
+  await floor.close()
+  console.log('\nLive counts (POST /v1/audience/segments/preview?limit=0 over HTTP, median of ' + countRuns + ' runs) beside a bare SQL count:')
+  console.log('| segment | matches | platform | bare SQL floor | ratio | under 1 s |')
+  console.log('|---|---|---|---|---|---|')
+  for (const row of rows) console.log(row)
+
+  // 3. Listing 100 segments with their cached counts.
+  const ruleSets = Object.values(platformRules(listId))
+  for (let i = 0; i < 100; i++) {
+    const r = ruleSets[i % ruleSets.length]!
+    await api(s, 'POST', '/v1/audience/segments', { name: `segment ${i}`, rulesOperator: r.rulesOperator, rules: JSON.stringify(r.rules) })
+  }
+  // Wait until the background refresher has counted all of them.
+  const countingStarted = performance.now()
+  for (;;) {
+    const stale = await countStale(s)
+    if (stale === 0) break
+    await new Promise((r) => setTimeout(r, 500))
+  }
+  console.log(`\nbackground counts of 100 new segments ready after ${((performance.now() - countingStarted) / 1000).toFixed(1)} s`)
+  const listing: number[] = []
+  for (let i = 0; i < 300; i++) {
+    const t = performance.now()
+    const page = await api(s, 'GET', '/v1/audience/segments?pageSize=100')
+    listing.push(performance.now() - t)
+    if (page.items.length !== 100) throw new Error('expected 100 segments')
+  }
+  console.log(`GET /v1/audience/segments?pageSize=100 (100 segments, 300 sequential requests): p50 ${ms(percentile(listing, 50))}, p95 ${ms(percentile(listing, 95))}, p99 ${ms(percentile(listing, 99))} (target p95 < 50 ms: ${percentile(listing, 95) < 50 ? 'PASS' : 'BELOW TARGET'})`)
+
+  console.log(`\nImport: median ${Math.round(median(rates)).toLocaleString('en')} contacts/s over ${importRuns} runs (${rates.map((r) => Math.round(r).toLocaleString('en')).join(', ')}); target 50,000/s on SQLite; listmonk reports ~10,000/s: ratio ${(median(rates) / 10_000).toFixed(1)}x`)
+  await closeSession(s)
+}
+
+/** Segments whose cached count is missing or stale, read through the listing: a live count there is slow, a cached one is not. */
+async function countStale(s: Session): Promise<number> {
+  if (s.database.kind === 'sqlite') {
+    const { default: SQLite } = await import('better-sqlite3')
+    const db = new SQLite(s.database.path, { readonly: true })
+    try {
+      return Number((db.prepare('select count(*) n from segments where count_version <> counted_version').get() as { n: number }).n)
+    } finally {
+      db.close()
+    }
+  }
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString: s.database.url })
+  await client.connect()
+  try {
+    return Number((await client.query('select count(*) n from segments where count_version <> counted_version')).rows[0].n)
+  } finally {
+    await client.end()
+  }
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})

@@ -1,0 +1,72 @@
+import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely'
+import type { DB } from './schema.js'
+
+type Handle = Kysely<DB> | Transaction<DB>
+
+export interface BulkInsert<Row> {
+  table: string
+  columns: readonly (keyof Row & string)[]
+  /** Columns that make a row a duplicate: such rows are skipped (ON CONFLICT DO NOTHING). */
+  conflictColumns?: readonly string[]
+  /** Columns to return for the rows actually inserted. */
+  returning?: readonly string[]
+}
+
+// Stays under SQLite's (32766) and pg's (65535) bound-parameter limits.
+const MAX_PARAMETERS = 30_000
+
+const numberedPlaceholders = new WeakMap<object, boolean>()
+
+/** Whether the store numbers its placeholders ($1, PostgreSQL) or not (?, SQLite), asked of Kysely once. */
+function usesNumberedPlaceholders(db: Handle): boolean {
+  const adapter = db.getExecutor().adapter
+  let numbered = numberedPlaceholders.get(adapter)
+  if (numbered === undefined) {
+    numbered = sql`select ${1}`.compile(db).sql.includes('$1')
+    numberedPlaceholders.set(adapter, numbered)
+  }
+  return numbered
+}
+
+/**
+ * Multi-row INSERT for bulk paths (imports, event fan-out) without building a query
+ * tree per batch: the statement text depends only on the table, the columns and the row
+ * count, so it is built once and reused, and the values travel as one flat parameter
+ * list. Every other statement is written with Kysely's builder.
+ */
+export function createBulkInsert<Row extends object>(spec: BulkInsert<Row>) {
+  const statements = new Map<string, string>()
+  const rowsPerStatement = Math.max(1, Math.floor(MAX_PARAMETERS / spec.columns.length))
+
+  function statementFor(rowCount: number, numbered: boolean): string {
+    const cacheKey = `${rowCount}:${numbered}`
+    let text = statements.get(cacheKey)
+    if (text === undefined) {
+      let n = 0
+      const tuple = () => `(${spec.columns.map(() => (numbered ? `$${++n}` : '?')).join(', ')})`
+      text = `insert into ${spec.table} (${spec.columns.join(', ')}) values ${Array.from({ length: rowCount }, tuple).join(', ')}`
+      if (spec.conflictColumns) text += ` on conflict (${spec.conflictColumns.join(', ')}) do nothing`
+      if (spec.returning) text += ` returning ${spec.returning.join(', ')}`
+      statements.set(cacheKey, text)
+    }
+    return text
+  }
+
+  return async function insert<Returned = Record<string, unknown>>(
+    db: Handle,
+    rows: readonly Row[],
+  ): Promise<{ rows: Returned[]; insertedCount: number }> {
+    const numbered = usesNumberedPlaceholders(db)
+    const returned: Returned[] = []
+    let insertedCount = 0
+    for (let start = 0; start < rows.length; start += rowsPerStatement) {
+      const chunk = rows.slice(start, start + rowsPerStatement)
+      const parameters: unknown[] = []
+      for (const row of chunk) for (const column of spec.columns) parameters.push(row[column as keyof Row])
+      const result = await db.executeQuery<Returned>(CompiledQuery.raw(statementFor(chunk.length, numbered), parameters))
+      for (const row of result.rows) returned.push(row)
+      insertedCount += spec.returning ? result.rows.length : Number(result.numAffectedRows ?? 0n)
+    }
+    return { rows: returned, insertedCount }
+  }
+}
