@@ -41,7 +41,8 @@ function checkAttributeNumbers(attributes: Record<string, unknown> | undefined, 
 /**
  * Saves contacts in the caller's transaction: new numbers become contacts (one
  * ContactCreated each), known numbers are reused untouched, and all of them join the
- * list when one is given. Segment counts of the account are marked stale.
+ * list when one is given (`added`: how many were not members yet). Segment counts of
+ * the account are marked stale.
  */
 export async function saveContacts(
   trx: Transaction<DB>,
@@ -49,7 +50,10 @@ export async function saveContacts(
   accountId: string,
   contacts: readonly NewContact[],
   listId: string | undefined,
-): Promise<{ idByPhone: Map<string, string>; created: Set<string> }> {
+): Promise<{ idByPhone: Map<string, string>; created: Set<string>; added: number }> {
+  if (listId !== undefined && !(await queries.findListForShare(trx, deps.dialect, accountId, listId))) {
+    throw new NotFound('contact list', listId)
+  }
   const now = deps.clock.now()
   const at = now.toISOString()
   const saved = await queries.upsertContacts(trx, deps.dialect, accountId, contacts, at)
@@ -57,9 +61,11 @@ export async function saveContacts(
     trx,
     [...saved.created].map((phoneNumber) => contactEvent('ContactCreated', accountId, { id: saved.idByPhone.get(phoneNumber)!, phoneNumber }, now)),
   )
-  if (listId !== undefined) await queries.addListMembers(trx, listId, [...saved.idByPhone.values()], at)
+  // Counted by the insert itself: a count of the list before and after would include
+  // members that concurrent requests added in between.
+  const added = listId === undefined ? 0 : await queries.addListMembers(trx, listId, [...saved.idByPhone.values()], at)
   if (saved.created.size > 0 || listId !== undefined) await markCountsStale(trx, accountId, at)
-  return saved
+  return { ...saved, added }
 }
 
 export async function requireList(deps: Pick<AudienceDeps, 'db'>, accountId: string, listId: string | undefined): Promise<void> {

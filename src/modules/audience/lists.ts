@@ -9,12 +9,15 @@ import type { AddToListBody, ContactList, CreateListBody } from './schemas.js'
 import { markCountsStale } from './segment-queries.js'
 
 export async function createList(deps: AudienceDeps, accountId: string, input: CreateListBody): Promise<string> {
+  const name = input.name.trim()
+  // The schema's minLength sees the untrimmed text; a name of spaces alone is no name.
+  if (name === '') throw ValidationFailed.field('name', 'must not be blank')
   const id = newId()
   const at = deps.clock.now().toISOString()
   await queries.insertList(deps.db, {
     id,
     account_id: accountId,
-    name: input.name.trim(),
+    name,
     description: input.description?.trim() ?? '',
     created_at: at,
     updated_at: at,
@@ -51,6 +54,7 @@ export async function addToList(deps: AudienceDeps, accountId: string, listId: s
     // Another account's contact is treated as absent, like an unknown one.
     if (unknown !== undefined) throw new NotFound('contact', unknown)
     added = await deps.db.transaction().execute(async (trx) => {
+      if (!(await queries.findListForShare(trx, deps.dialect, accountId, listId))) throw new NotFound('contact list', listId)
       const n = await queries.addListMembers(trx, listId, ids, at)
       if (n > 0) await markCountsStale(trx, accountId, at)
       return n
@@ -61,17 +65,16 @@ export async function addToList(deps: AudienceDeps, accountId: string, listId: s
       throw new ValidationFailed(parsed.invalid.map((i) => ({ field: 'phoneNumbers', message: `"${i.value}" is ${i.reason}` })))
     }
     if (parsed.valid.length === 0) throw ValidationFailed.field('phoneNumbers', 'holds no phone number')
-    added = await deps.db.transaction().execute(async (trx) => {
-      const before = await queries.countListMembers(trx, listId)
-      await saveContacts(
+    const saved = await deps.db.transaction().execute((trx) =>
+      saveContacts(
         trx,
         deps,
         accountId,
         parsed.valid.map((p) => ({ id: newId(), phone_number: p.number, country: p.country, first_name: null, last_name: null, email: null, attributes: {} })),
         listId,
-      )
-      return (await queries.countListMembers(trx, listId)) - before
-    })
+      ),
+    )
+    added = saved.added
   }
   return { added }
 }

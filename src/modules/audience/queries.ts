@@ -161,6 +161,16 @@ export function findList(db: Handle, accountId: string, listId: string) {
   return db.selectFrom('contact_lists').selectAll().where('account_id', '=', accountId).where('id', '=', listId).executeTakeFirst()
 }
 
+/**
+ * Finds the list and, where the store has row locks, holds a share lock on it until the
+ * transaction ends, so a concurrent delete cannot pull it away between this check and
+ * the membership insert (which would otherwise fail on the foreign key).
+ */
+export function findListForShare(trx: Transaction<DB>, dialect: Dialect, accountId: string, listId: string) {
+  const query = trx.selectFrom('contact_lists').select('id').where('account_id', '=', accountId).where('id', '=', listId)
+  return (dialect.rowLocks ? query.forShare() : query).executeTakeFirst()
+}
+
 /** How many of `listIds` the account owns. */
 export async function countOwnedLists(db: Handle, accountId: string, listIds: readonly string[]): Promise<number> {
   if (listIds.length === 0) return 0

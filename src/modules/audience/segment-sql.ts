@@ -48,8 +48,14 @@ function compileRule(dialect: Dialect, rule: Rule): RawBuilder<boolean> {
     case 'lessThan': {
       const op = sql.raw(rule.operator === 'greaterThan' ? '>' : '<')
       if (rule.field === 'createdAt') {
-        // Stored as fixed-width ISO text, so text order is time order.
-        return sql<boolean>`(contacts.created_at ${op} ${new Date(rule.value).toISOString()})`
+        // Stored as fixed-width ISO text with a four-digit year, so text order is time order
+        // against any bound in years 0000-9999. toISOString writes other years as +YYYYYY or
+        // -YYYYYY, which text order misplaces: such a bound is after, or before, every contact.
+        const bound = new Date(rule.value).toISOString()
+        if (bound.startsWith('+') || bound.startsWith('-')) {
+          return (rule.operator === 'lessThan') === bound.startsWith('+') ? sql<boolean>`1 = 1` : sql<boolean>`1 = 0`
+        }
+        return sql<boolean>`(contacts.created_at ${op} ${bound})`
       }
       return sql<boolean>`(${numberOf(dialect, rule.field)} ${op} ${Number(rule.value)})`
     }

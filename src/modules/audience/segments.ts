@@ -1,6 +1,6 @@
 import { offsetOf, toPage, type Page, type PageRequest } from '../../platform/http/pagination.js'
 import { newId } from '../../platform/ids.js'
-import { NotFound } from '../../platform/problems.js'
+import { NotFound, ValidationFailed } from '../../platform/problems.js'
 import { toContact } from './contacts.js'
 import type { AudienceDeps } from './deps.js'
 import * as queries from './queries.js'
@@ -10,6 +10,13 @@ import { compileRuleSet } from './segment-sql.js'
 import * as segmentQueries from './segment-queries.js'
 
 type SegmentRow = NonNullable<Awaited<ReturnType<typeof segmentQueries.findSegment>>>
+
+// The schema's minLength sees the untrimmed text; a name of spaces alone is no name.
+function segmentName(name: string): string {
+  const trimmed = name.trim()
+  if (trimmed === '') throw ValidationFailed.field('name', 'must not be blank')
+  return trimmed
+}
 
 /** Checks the rules and that every list they name belongs to the account (else 404, as for any foreign id). */
 async function checkRuleSet(deps: AudienceDeps, accountId: string, operator: RulesOperator | undefined, rules: string | undefined): Promise<RuleSet> {
@@ -33,13 +40,14 @@ export async function countSegmentRecipients(deps: AudienceDeps, accountId: stri
 }
 
 export async function createSegment(deps: AudienceDeps, accountId: string, input: SegmentBody): Promise<string> {
+  const name = segmentName(input.name)
   const ruleSet = await checkRuleSet(deps, accountId, input.rulesOperator, input.rules)
   const id = newId()
   const at = deps.clock.now().toISOString()
   await segmentQueries.insertSegment(deps.db, {
     id,
     account_id: accountId,
-    name: input.name.trim(),
+    name,
     description: input.description?.trim() ?? '',
     rules_operator: ruleSet.operator,
     rules: JSON.stringify(ruleSet.rules),
@@ -98,10 +106,11 @@ export async function getSegment(deps: AudienceDeps, accountId: string, segmentI
 
 /** PUT: replaces name, description, rulesOperator and rules; omitted optional fields take their defaults. */
 export async function replaceSegment(deps: AudienceDeps, accountId: string, segmentId: string, input: SegmentBody): Promise<Segment> {
+  const name = segmentName(input.name)
   const ruleSet = await checkRuleSet(deps, accountId, input.rulesOperator, input.rules)
   const replaced = await deps.db.transaction().execute((trx) =>
     segmentQueries.replaceSegment(trx, accountId, segmentId, {
-      name: input.name.trim(),
+      name,
       description: input.description?.trim() ?? '',
       rules_operator: ruleSet.operator,
       rules: JSON.stringify(ruleSet.rules),

@@ -74,6 +74,20 @@ export const sqliteDialect: Dialect = {
 
 const PG_NUMERIC_TEXT = '^-?[0-9]+([.][0-9]+)?$'
 
+// Numbers compare as doubles, as on SQLite and in JavaScript: numeric-looking text is rounded
+// to the nearest double (exact numeric would order "0.1000000000000000001" above 0.1, which
+// SQLite cannot). float8 input refuses text that rounds to infinity or, from non-zero, to 0,
+// so those are settled on the exact numeric first; the bounds are the halfway points
+// 2^1024 - 2^970 and 2^-1075, which round to infinity and to 0.
+const PG_DOUBLE_OVERFLOW = sql.raw((2n ** 1024n - 2n ** 970n).toString())
+const PG_DOUBLE_UNDERFLOW_SCALE = sql.raw((2n ** 1075n).toString())
+function pgDouble(text: Expr): RawBuilder<number> {
+  const n = sql`(${text})::numeric`
+  // Numeric-looking text under 300 characters lies between 1e-299 and 1e300, where float8
+  // input can neither overflow nor underflow: the common case skips the exact checks.
+  return sql<number>`(case when length(${text}) < 300 then (${text})::float8 when ${n} >= ${PG_DOUBLE_OVERFLOW} then 'infinity'::float8 when ${n} <= -${PG_DOUBLE_OVERFLOW} then '-infinity'::float8 when abs(${n}) * ${PG_DOUBLE_UNDERFLOW_SCALE} <= 1 then 0::float8 else ${n}::float8 end)`
+}
+
 export const postgresDialect: Dialect = {
   name: 'postgres',
   outboxVisible: () => sql<boolean>`tx_id < pg_snapshot_xmin(pg_current_snapshot())`,
@@ -84,9 +98,9 @@ export const postgresDialect: Dialect = {
   jsonMemberText: (column, key) => sql<string | null>`(${column} ->> ${key}::text)`,
   jsonMemberNumber: (column, key) => {
     const text = sql`(${column} ->> ${key}::text)`
-    return sql<number | null>`(case jsonb_typeof(${column} -> ${key}::text) when 'number' then ${text}::numeric when 'string' then (case when ${text} ~ ${sql.lit(PG_NUMERIC_TEXT)} then ${text}::numeric end) end)`
+    return sql<number | null>`(case jsonb_typeof(${column} -> ${key}::text) when 'number' then ${pgDouble(text)} when 'string' then (case when ${text} ~ ${sql.lit(PG_NUMERIC_TEXT)} then ${pgDouble(text)} end) end)`
   },
-  textNumber: (text) => sql<number | null>`(case when ${text} ~ ${sql.lit(PG_NUMERIC_TEXT)} then (${text})::numeric end)`,
+  textNumber: (text) => sql<number | null>`(case when ${text} ~ ${sql.lit(PG_NUMERIC_TEXT)} then ${pgDouble(text)} end)`,
   // An ICU collation makes lower() Unicode-aware whatever the database's own locale is;
   // strpos matches the needle literally, so % and _ need no escaping.
   contains: (haystack, needle) =>
