@@ -46,10 +46,13 @@ export const PhoneNumbersString = Type.String({
   examples: ['+233201234567,+14155550100'],
 })
 
-export const CreateContactsBody = Type.Object({
-  phoneNumbers: PhoneNumbersString,
-  contactListId: Type.Optional(Type.String({ description: 'Also add every contact to this list' })),
-})
+export const CreateContactsBody = Type.Object(
+  {
+    phoneNumbers: PhoneNumbersString,
+    contactListId: Type.Optional(Type.String({ description: 'Also add every contact to this list' })),
+  },
+  { examples: [{ phoneNumbers: '+233201234567, +14155550100' }] },
+)
 export type CreateContactsBody = Static<typeof CreateContactsBody>
 
 export const CreateContactsResult = Type.Object({
@@ -60,14 +63,17 @@ export const CreateContactsResult = Type.Object({
   contactIds: Type.Array(Id, { description: 'One id per distinct valid number, in input order' }),
 })
 
-export const CreateContactBody = Type.Object({
-  phoneNumber: Type.String({ minLength: 1, maxLength: 32, examples: ['+14155550100'] }),
-  firstName: Type.Optional(Type.String({ maxLength: 100 })),
-  lastName: Type.Optional(Type.String({ maxLength: 100 })),
-  email: Type.Optional(Type.String({ format: 'email', maxLength: 254 })),
-  attributes: Type.Optional(Attributes),
-  contactListId: Type.Optional(Type.String()),
-})
+export const CreateContactBody = Type.Object(
+  {
+    phoneNumber: Type.String({ minLength: 1, maxLength: 32, examples: ['+14155550100'] }),
+    firstName: Type.Optional(Type.String({ maxLength: 100 })),
+    lastName: Type.Optional(Type.String({ maxLength: 100 })),
+    email: Type.Optional(Type.String({ format: 'email', maxLength: 254 })),
+    attributes: Type.Optional(Attributes),
+    contactListId: Type.Optional(Type.String()),
+  },
+  { examples: [{ phoneNumber: '+14155550100', firstName: 'Ada', lastName: 'Lovelace', email: 'ada@example.com', attributes: { plan: 'gold', age: 36 } }] },
+)
 export type CreateContactBody = Static<typeof CreateContactBody>
 
 export const UpdateContactBody = Type.Object(
@@ -152,12 +158,24 @@ const Rules = Type.String({
   examples: ['[{"field":"attributes.plan","operator":"equals","value":"gold"},{"field":"attributes.age","operator":"greaterThan","value":"30"}]'],
 })
 
-export const SegmentBody = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 100, examples: ['Gold customers over 30'] }),
-  description: Type.Optional(Type.String({ maxLength: 500 })),
-  rulesOperator: Type.Optional(RulesOperator),
-  rules: Type.Optional(Rules),
-})
+export const SegmentBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100, examples: ['Gold customers over 30'] }),
+    description: Type.Optional(Type.String({ maxLength: 500 })),
+    rulesOperator: Type.Optional(RulesOperator),
+    rules: Type.Optional(Rules),
+  },
+  {
+    examples: [
+      {
+        name: 'Gold customers over 30',
+        description: 'For the loyalty campaign',
+        rulesOperator: 'AND',
+        rules: '[{"field":"attributes.plan","operator":"equals","value":"gold"},{"field":"attributes.age","operator":"greaterThan","value":"30"}]',
+      },
+    ],
+  },
+)
 export type SegmentBody = Static<typeof SegmentBody>
 
 export const Segment = Type.Object({
@@ -187,7 +205,10 @@ export const ListSegmentsQuery = Type.Object({
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Filters by name, any case' })),
 })
 
-export const PreviewBody = Type.Object({ rulesOperator: Type.Optional(RulesOperator), rules: Type.Optional(Rules) })
+export const PreviewBody = Type.Object(
+  { rulesOperator: Type.Optional(RulesOperator), rules: Type.Optional(Rules) },
+  { examples: [{ rulesOperator: 'OR', rules: '[{"field":"firstName","operator":"startsWith","value":"él"},{"field":"country","operator":"equals","value":"GH"}]' }] },
+)
 export const PreviewQuery = Type.Object({ limit: Type.Integer({ minimum: 0, maximum: 100, default: 10 }) })
 
 export const SegmentPreview = Type.Object({
