@@ -7,12 +7,14 @@ import type { Config } from './platform/config.js'
 import { openStore, type Store } from './platform/db/connect.js'
 import { migrateToLatest } from './platform/db/migrations/index.js'
 import { installAuth } from './platform/http/auth.js'
-import { installErrorHandling } from './platform/http/error-handler.js'
+import { installDraining } from './platform/http/draining.js'
+import { installErrorHandling, sendProblem } from './platform/http/error-handler.js'
 import { installHealth } from './platform/http/health.js'
 import { installOpenApi } from './platform/http/openapi.js'
 import { installRateLimit } from './platform/http/rate-limit.js'
 import { installValidation } from './platform/http/validation.js'
 import { createLogger } from './platform/logger.js'
+import { NotFound } from './platform/problems.js'
 import { OutboxRelay } from './platform/outbox/relay.js'
 import { accountsRoutes, createSessionSigner } from './modules/accounts/index.js'
 import { audienceRoutes, ContactImporter, SegmentCountCache } from './modules/audience/index.js'
@@ -70,7 +72,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
-    routerOptions: { ignoreTrailingSlash: true },
+    // Long enough for any id a client may send; a longer one is simply not found.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 8192 },
+    // A path that is not valid percent-encoding names nothing: 404, as problem+json.
+    frameworkErrors: (_error, request, reply) => {
+      sendProblem(reply, new NotFound('resource'), request.url.split('?')[0])
+    },
   }).withTypeProvider<TypeBoxTypeProvider>()
   app.decorate('platform', { config, store, relay, segmentCounts, clock, logger })
 
@@ -78,6 +85,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.removeContentTypeParser('text/plain')
   installValidation(app)
   installErrorHandling(app)
+  installDraining(app)
   installAuth(app, {
     verifyApiKey: (rawKey) => verifyApiKey(keysDeps, rawKey),
     verifySession: async (token) => {

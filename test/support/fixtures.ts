@@ -46,3 +46,36 @@ export function expectProblem(
   expect(response.body.type).toMatch(/^https:\/\/docs\.messaging-platform\.dev\/errors\//)
   if (slug) expect(response.body.type).toBe(`https://docs.messaging-platform.dev/errors/${slug}`)
 }
+
+export interface ExpectedProblem {
+  status: number
+  slug: string
+  title: string
+  /** Exact text, or a pattern it must match. */
+  detail?: string | RegExp
+  /** The request path, as the error handler reports it. */
+  instance?: string
+  /** When given, errors[] must equal it; when absent, the body must have no errors[]. */
+  errors?: { field: string; message: string | RegExp | ReturnType<typeof expect.any> }[]
+}
+
+/** Asserts the whole RFC 9457 body: only the problem members, with these values. */
+export function expectWholeProblem(response: { status: number; headers: Headers; body: any }, expected: ExpectedProblem): void {
+  expectProblem(response, expected.status, expected.slug)
+  const allowed = ['type', 'title', 'status', 'detail', 'instance', 'errors']
+  expect(Object.keys(response.body).filter((member) => !allowed.includes(member))).toEqual([])
+  expect(response.body.title).toBe(expected.title)
+  if (typeof expected.detail === 'string') expect(response.body.detail).toBe(expected.detail)
+  else if (expected.detail) expect(response.body.detail).toMatch(expected.detail)
+  if (expected.instance !== undefined) expect(response.body.instance).toBe(expected.instance)
+  if (expected.errors === undefined) {
+    expect(response.body.errors).toBeUndefined()
+  } else {
+    expect(response.body.errors).toEqual(
+      expected.errors.map((e) => ({
+        field: e.field,
+        message: e.message instanceof RegExp ? expect.stringMatching(e.message) : e.message,
+      })),
+    )
+  }
+}

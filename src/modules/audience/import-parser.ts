@@ -7,6 +7,7 @@
 import { createReadStream } from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
 import { parse } from 'csv-parse'
+import { newId } from '../../platform/ids.js'
 import { parsePhone } from '../../platform/phone.js'
 import type { ImportBatch, ImportRowError, ParsedImportRow, ParserMessage } from './import-protocol.js'
 
@@ -90,7 +91,7 @@ function checkRow(record: string[], rowNumber: number, columns: Columns): Parsed
     // An empty cell means the contact has no such attribute.
     if (v !== '') attributes[name] = v
   }
-  return { phoneNumber: phone.number, country: phone.country, firstName: firstName || null, lastName: lastName || null, email: email || null, attributes }
+  return { id: newId(), phoneNumber: phone.number, country: phone.country, firstName: firstName || null, lastName: lastName || null, email: email || null, attributes }
 }
 
 async function run(): Promise<void> {

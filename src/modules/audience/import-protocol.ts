@@ -1,5 +1,7 @@
 /** Messages between the import worker (import-parser.ts) and the importer. */
 export interface ParsedImportRow {
+  /** A new contact id, made off the writing thread; unused when the number is known. */
+  id: string
   phoneNumber: string
   country: string | null
   firstName: string | null

@@ -175,7 +175,7 @@ export class ContactImporter {
     progress: { processed: number; created: number; existing: number; invalid: number; errors: ImportRowError[] },
   ): Promise<void> {
     const contacts: NewContact[] = batch.rows.map((row) => ({
-      id: newId(),
+      id: row.id,
       phone_number: row.phoneNumber,
       country: row.country,
       first_name: row.firstName,

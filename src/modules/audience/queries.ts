@@ -42,7 +42,20 @@ export async function upsertContacts(
   const created = new Set<string>()
   const inserted = await insertContactRows<{ id: string; phone_number: string }>(
     trx,
-    contacts.map((c) => ({ ...c, account_id: accountId, attributes: dialect.toJson(c.attributes), opted_out: 0, created_at: at, updated_at: at })),
+    // Built field by field: spreading rows that arrived from the import thread is slow.
+    contacts.map((c) => ({
+      id: c.id,
+      account_id: accountId,
+      phone_number: c.phone_number,
+      first_name: c.first_name,
+      last_name: c.last_name,
+      email: c.email,
+      country: c.country,
+      opted_out: 0,
+      attributes: dialect.toJson(c.attributes),
+      created_at: at,
+      updated_at: at,
+    })),
   )
   for (const row of inserted.rows) {
     idByPhone.set(row.phone_number, row.id)

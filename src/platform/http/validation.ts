@@ -63,5 +63,6 @@ function findNul(root: unknown): string | undefined {
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object') return false
   const prototype = Object.getPrototypeOf(value)
-  return prototype === Object.prototype || prototype === null
+  // Fastify's params and query objects are `new NullObject()`: their prototype has none itself.
+  return prototype === Object.prototype || prototype === null || Object.getPrototypeOf(prototype) === null
 }

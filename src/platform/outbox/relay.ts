@@ -22,6 +22,10 @@ export interface RelayOptions {
   batchSize?: number
 }
 
+interface PassOptions {
+  waitForLocks: boolean
+}
+
 /**
  * Hands committed outbox events, in commit order, to each registered consumer. Each
  * consumer advances on its own cursor, locked while a batch is handled, so several
@@ -62,7 +66,9 @@ export class OutboxRelay {
   /** Relays until every consumer is caught up. */
   async drain(): Promise<void> {
     await this.running
-    while ((await this.passAll()) > 0) {
+    // Waits for a cursor another pass holds instead of skipping it: a skipped cursor would
+    // count as caught up while that pass is still handing its batch over.
+    while ((await this.passAll({ waitForLocks: true })) > 0) {
       // keep going until a pass finds nothing
     }
   }
@@ -85,13 +91,13 @@ export class OutboxRelay {
     this.timer.unref()
   }
 
-  private async passAll(): Promise<number> {
+  private async passAll(options: PassOptions = { waitForLocks: false }): Promise<number> {
     let relayed = 0
-    for (const consumer of this.consumers.values()) relayed += await this.passOne(consumer)
+    for (const consumer of this.consumers.values()) relayed += await this.passOne(consumer, options)
     return relayed
   }
 
-  private async passOne(consumer: OutboxConsumer): Promise<number> {
+  private async passOne(consumer: OutboxConsumer, { waitForLocks }: PassOptions): Promise<number> {
     const { db, dialect } = this.options.store
     await db
       .insertInto('outbox_cursors')
@@ -100,7 +106,7 @@ export class OutboxRelay {
       .execute()
     return db.transaction().execute(async (trx) => {
       let cursorQuery = trx.selectFrom('outbox_cursors').select(['tx_id', 'last_id']).where('consumer', '=', consumer.name)
-      if (dialect.rowLocks) cursorQuery = cursorQuery.forUpdate().skipLocked()
+      if (dialect.rowLocks) cursorQuery = waitForLocks ? cursorQuery.forUpdate() : cursorQuery.forUpdate().skipLocked()
       const cursor = await cursorQuery.executeTakeFirst()
       if (!cursor) return 0 // another node holds this consumer's cursor right now
 
