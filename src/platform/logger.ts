@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino'
+import { pino, type DestinationStream, type Logger } from 'pino'
 import type { Config } from './config.js'
 
 /** Query parameters that carry credentials (the push stream takes its token in the URL). */
@@ -9,8 +9,8 @@ export function redactUrl(url: string): string {
 }
 
 /** JSON logs. Credentials never reach them: headers are not logged and secret query values are masked. */
-export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return pino({
+export function createLogger(config: Pick<Config, 'logLevel'>, destination?: DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     level: config.logLevel,
     serializers: {
       req: (req: { method?: string; url?: string; ip?: string; socket?: { remoteAddress?: string } }) => ({
@@ -25,5 +25,6 @@ export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
       paths: ['req.headers.authorization', 'req.headers.cookie', 'password', '*.password', 'token', '*.token', 'rawKey'],
       censor: '[redacted]',
     },
-  })
+  }
+  return destination ? pino(options, destination) : pino(options)
 }

@@ -27,7 +27,10 @@ export interface DomainEvent {
 
 /** An event as the relay hands it to consumers. */
 export interface RelayedEvent {
-  /** Position in the outbox; increases in commit order. */
+  /**
+   * Position in the outbox. Relay order is commit order on SQLite; on PostgreSQL it is
+   * the order of the writing transactions, and never passes one that may still commit.
+   */
   sequence: number
   /** Stable UUID of the event, e.g. the `webhook-id` of every delivery attempt. */
   eventId: string
