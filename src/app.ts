@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Redis } from 'ioredis'
@@ -65,6 +66,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const importer = new ContactImporter(audienceDeps, logger.child({ component: 'contact-import' }), {
     maxBytes: config.importMaxBytes,
     batchSize: 2000,
+    // Phone validation is the costly part of an import: one parser per core, up to 4.
+    parserThreads: Math.max(1, Math.min(4, availableParallelism())),
   })
   const accountsDeps = { db: store.db, clock, sessions, allowSignup: config.allowSignup, signupCredits: config.signupCredits }
 

@@ -3,6 +3,10 @@
  * numbers (the CPU-heavy part) off the thread that writes to the store, and posts
  * batches of checked rows. It waits for a credit from the importer before posting more,
  * so at most a couple of batches are ever in memory.
+ *
+ * Several of these run side by side: each reads the whole file (CSV parsing is cheap)
+ * but checks only its share of the rows (row n belongs to shard n mod shards), since a
+ * CSV cannot be split safely at byte offsets (quoted fields may hold newlines).
  */
 import { createReadStream } from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
@@ -11,7 +15,7 @@ import { newId } from '../../platform/ids.js'
 import { parsePhone } from '../../platform/phone.js'
 import type { ImportBatch, ImportRowError, ParsedImportRow, ParserMessage } from './import-protocol.js'
 
-const { path, batchSize } = workerData as { path: string; batchSize: number }
+const { path, batchSize, shard, shards } = workerData as { path: string; batchSize: number; shard: number; shards: number }
 const port = parentPort!
 
 let credits = 2
@@ -91,7 +95,7 @@ function checkRow(record: string[], rowNumber: number, columns: Columns): Parsed
     // An empty cell means the contact has no such attribute.
     if (v !== '') attributes[name] = v
   }
-  return { id: newId(), phoneNumber: phone.number, country: phone.country, firstName: firstName || null, lastName: lastName || null, email: email || null, attributes }
+  return { row: rowNumber, id: newId(), phoneNumber: phone.number, country: phone.country, firstName: firstName || null, lastName: lastName || null, email: email || null, attributes }
 }
 
 async function run(): Promise<void> {
@@ -109,18 +113,22 @@ async function run(): Promise<void> {
       continue
     }
     rowNumber++
-    const checked = checkRow(record, rowNumber, columns)
-    if ('reason' in checked) batch.errors.push(checked)
-    else batch.rows.push(checked)
-    batch.processed++
-    if (batch.processed >= batchSize) {
+    if ((rowNumber - 1) % shards === shard) {
+      const checked = checkRow(record, rowNumber, columns)
+      if ('reason' in checked) batch.errors.push(checked)
+      else batch.rows.push(checked)
+      batch.processed++
+    }
+    // Every shard closes its batch at the same row, so the n-th batches of all shards
+    // cover the same window of the file and can be written together in row order.
+    if (rowNumber % batchSize === 0) {
       await takeCredit()
       post(batch)
       batch = { type: 'batch', rows: [], errors: [], processed: 0 }
     }
   }
   if (columns === undefined) return post({ type: 'failed', reason: 'the file is empty; it needs a header row with a phoneNumber column' })
-  if (batch.processed > 0) {
+  if (rowNumber % batchSize !== 0) {
     await takeCredit()
     post(batch)
   }

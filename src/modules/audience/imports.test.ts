@@ -57,6 +57,19 @@ describe('POST /v1/contacts/import', () => {
     expect(uk.body.items[0]).toMatchObject({ phoneNumber: '+447400123456', country: 'GB', firstName: 'Quoted, Name' })
   })
 
+  it('imports thousands of rows across batches, the first of repeated rows winning, errors in row order', async () => {
+    const rows = ['phoneNumber,firstName']
+    for (let i = 0; i < 4500; i++) rows.push(i % 1000 === 999 ? `bad-${i},x` : `+1212555${String(1000 + i).padStart(4, '0')},row ${i + 1}`)
+    // Row 4502 repeats row 1's number, in a later batch: row 1 keeps the contact.
+    rows.push('+12125551000,repeat')
+    const accepted = await importCsv(rows.join('\n'))
+    const result = await finished(accepted.body.importId)
+    expect(result).toMatchObject({ status: 'completed', rowsProcessed: 4501, created: 4496, existing: 1, invalid: 4 })
+    expect(result.errors.map((e: any) => e.row)).toEqual([1000, 2000, 3000, 4000])
+    const first = await server.get('/v1/contacts?search=%2B12125551000', { token: key })
+    expect(first.body.items).toEqual([expect.objectContaining({ phoneNumber: '+12125551000', firstName: 'row 1' })])
+  })
+
   it('adds every imported contact to the given list', async () => {
     const list = await server.post('/v1/contact-lists', { token: key, body: { name: 'Imported' } })
     const accepted = await importCsv('phone\n+14155550211\n+14155550212\n', `?contactListId=${list.body}`)

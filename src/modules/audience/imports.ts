@@ -19,6 +19,8 @@ export interface ImportOptions {
   maxBytes: number
   /** Rows written in one transaction. */
   batchSize: number
+  /** Threads parsing CSV and phone numbers side by side. */
+  parserThreads: number
 }
 
 const KEPT_ERRORS = 1000
@@ -32,7 +34,7 @@ const ABANDONED_AFTER_MS = 5 * 60_000
  * (tests, `npm run dev`), the thread first registers tsx's loader, since Node 20 does not
  * pass `--import` loaders on to worker threads.
  */
-function startParser(workerData: { path: string; batchSize: number }): Worker {
+function startParser(workerData: { path: string; batchSize: number; shard: number; shards: number }): Worker {
   const ownUrl = import.meta.url
   if (!ownUrl.endsWith('.ts')) return new Worker(new URL('./import-parser.js', ownUrl), { workerData })
   const parser = new URL('./import-parser.ts', ownUrl).href
@@ -48,7 +50,7 @@ function startParser(workerData: { path: string; batchSize: number }): Worker {
  * committed row and importing the same file again only reuses what is there.
  */
 export class ContactImporter {
-  private readonly workers = new Map<string, Worker>()
+  private readonly workers = new Map<string, Worker[]>()
   private readonly running = new Set<Promise<void>>()
   private readonly directory = join(tmpdir(), 'messaging-platform-imports')
 
@@ -65,7 +67,7 @@ export class ContactImporter {
 
   /** Stops every running import after its current batch; each is marked failed (interrupted). */
   async stop(): Promise<void> {
-    await Promise.all([...this.workers.values()].map((worker) => worker.terminate()))
+    await Promise.all([...this.workers.values()].flat().map((worker) => worker.terminate()))
     await Promise.all(this.running)
   }
 
@@ -132,38 +134,62 @@ export class ContactImporter {
     }
   }
 
+  /**
+   * Runs the parser shards and writes their batches: the n-th batches of all shards
+   * cover the same window of rows, so they are merged in row order and written as one
+   * batch. The first row of the file wins over a later repeat, as with one parser.
+   */
   private parseAndWrite(
     importId: string,
     path: string,
     write: (batch: ImportBatch) => Promise<void>,
   ): Promise<{ status: 'completed' | 'failed'; failure: string | null }> {
     return new Promise((resolve, reject) => {
-      const worker = startParser({ path, batchSize: this.options.batchSize })
-      this.workers.set(importId, worker)
+      const shards = this.options.parserThreads
+      const workers = Array.from({ length: shards }, (_, shard) => startParser({ path, batchSize: this.options.batchSize, shard, shards }))
+      this.workers.set(importId, workers)
+      const queues: ImportBatch[][] = workers.map(() => [])
+      const finished = workers.map(() => false)
       let writing = Promise.resolve()
       let settled = false
       const settle = (fn: () => void) => {
         if (settled) return
         settled = true
-        void worker.terminate()
+        for (const worker of workers) void worker.terminate()
         fn()
       }
-      worker.on('message', (message: ParserMessage) => {
-        // Writes run one after another, in the order the worker sent the batches.
-        writing = writing.then(async () => {
-          if (settled) return
-          if (message.type === 'batch') {
-            await write(message)
-            worker.postMessage('credit')
-          } else if (message.type === 'done') {
-            settle(() => resolve({ status: 'completed', failure: null }))
-          } else {
-            settle(() => resolve({ status: 'failed', failure: message.reason }))
+      // Writes a window once every shard still running has sent its part of it.
+      const pump = () => {
+        while (!settled && queues.every((queue, i) => queue.length > 0 || finished[i]) && queues.some((queue) => queue.length > 0)) {
+          const parts = queues.map((queue) => queue.shift())
+          const merged: ImportBatch = {
+            type: 'batch',
+            rows: parts.flatMap((part) => part?.rows ?? []).sort((a, b) => a.row - b.row),
+            errors: parts.flatMap((part) => part?.errors ?? []).sort((a, b) => a.row - b.row),
+            processed: parts.reduce((sum, part) => sum + (part?.processed ?? 0), 0),
           }
-        }).catch((err: unknown) => settle(() => reject(err)))
+          writing = writing
+            .then(async () => {
+              if (settled) return
+              await write(merged)
+              parts.forEach((part, i) => part && workers[i]!.postMessage('credit'))
+            })
+            .catch((err: unknown) => settle(() => reject(err)))
+        }
+        if (finished.every(Boolean) && queues.every((queue) => queue.length === 0)) {
+          writing = writing.then(() => settle(() => resolve({ status: 'completed', failure: null })))
+        }
+      }
+      workers.forEach((worker, i) => {
+        worker.on('message', (message: ParserMessage) => {
+          if (message.type === 'batch') queues[i]!.push(message)
+          else if (message.type === 'done') finished[i] = true
+          else settle(() => resolve({ status: 'failed', failure: message.reason }))
+          pump()
+        })
+        worker.on('error', (err) => settle(() => reject(err)))
+        worker.on('exit', () => settle(() => resolve({ status: 'failed', failure: INTERRUPTED })))
       })
-      worker.on('error', (err) => settle(() => reject(err)))
-      worker.on('exit', () => settle(() => resolve({ status: 'failed', failure: INTERRUPTED })))
     })
   }
 
