@@ -13,6 +13,9 @@ import type { ContactRow, NewContact } from './queries.js'
 import { markCountsStale } from './segment-queries.js'
 import type { Contact, CreateContactBody, CreateContactsBody, UpdateContactBody } from './schemas.js'
 
+/** Numbers one JSON request may carry; the CSV import takes any number. */
+export const MAX_NUMBERS_PER_REQUEST = 10_000
+
 export function toContact(deps: Pick<AudienceDeps, 'dialect'>, row: ContactRow): Contact {
   return {
     id: row.id,
@@ -82,7 +85,9 @@ export async function createContacts(deps: AudienceDeps, accountId: string, inpu
       'None of the phone numbers is valid',
     )
   }
-  if (parsed.valid.length > 10_000) throw ValidationFailed.field('phoneNumbers', 'may hold at most 10000 numbers; use the CSV import for more')
+  if (parsed.valid.length > MAX_NUMBERS_PER_REQUEST) {
+    throw ValidationFailed.field('phoneNumbers', `may hold at most ${MAX_NUMBERS_PER_REQUEST} numbers; use the CSV import for more`)
+  }
   await requireList(deps, accountId, input.contactListId)
   const saved = await deps.db.transaction().execute((trx) =>
     saveContacts(

@@ -289,6 +289,16 @@ describe('POST /v1/contact-lists/{id}/contacts', () => {
     expect(events).toEqual([])
   })
 
+  it('refuses more than 10000 numbers in one request with 422, pointing to the CSV import', async () => {
+    const { key } = await fresh()
+    const listId = await newList(key)
+    const numbers = Array.from({ length: 10_001 }, (_, i) => `+1212${555 + Math.floor(i / 10_000)}${String(i % 10_000).padStart(4, '0')}`).join(',')
+    const response = await server.post(`/v1/contact-lists/${listId}/contacts`, { token: key, body: { phoneNumbers: numbers } })
+    expectProblem(response, 422, 'validation')
+    expect(response.body.errors[0].message).toContain('CSV import')
+    expect(await contactIds(key)).toEqual([])
+  })
+
   it('adds by contactIds, counting only contacts that were not members', async () => {
     const { account, key } = await fresh()
     const listId = await newList(key)

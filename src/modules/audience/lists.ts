@@ -1,7 +1,7 @@
 import { offsetOf, toPage, type Page, type PageRequest } from '../../platform/http/pagination.js'
 import { newId } from '../../platform/ids.js'
 import { NotFound, ValidationFailed } from '../../platform/problems.js'
-import { requireList, saveContacts } from './contacts.js'
+import { MAX_NUMBERS_PER_REQUEST, requireList, saveContacts } from './contacts.js'
 import type { AudienceDeps } from './deps.js'
 import { parsePhoneList } from './phone-list.js'
 import * as queries from './queries.js'
@@ -65,6 +65,9 @@ export async function addToList(deps: AudienceDeps, accountId: string, listId: s
       throw new ValidationFailed(parsed.invalid.map((i) => ({ field: 'phoneNumbers', message: `"${i.value}" is ${i.reason}` })))
     }
     if (parsed.valid.length === 0) throw ValidationFailed.field('phoneNumbers', 'holds no phone number')
+    if (parsed.valid.length > MAX_NUMBERS_PER_REQUEST) {
+      throw ValidationFailed.field('phoneNumbers', `may hold at most ${MAX_NUMBERS_PER_REQUEST} numbers; use the CSV import with contactListId for more`)
+    }
     const saved = await deps.db.transaction().execute((trx) =>
       saveContacts(
         trx,
