@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Redis } from 'ioredis'
@@ -66,8 +65,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const importer = new ContactImporter(audienceDeps, logger.child({ component: 'contact-import' }), {
     maxBytes: config.importMaxBytes,
     batchSize: 2000,
-    // Phone validation is the costly part of an import: one parser per core, up to 4.
-    parserThreads: Math.max(1, Math.min(4, availableParallelism())),
+    parserThreads: config.importParserThreads,
   })
   const accountsDeps = { db: store.db, clock, sessions, allowSignup: config.allowSignup, signupCredits: config.signupCredits }
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 
 export type DatabaseConfig =
@@ -30,6 +31,8 @@ export interface Config {
   segmentCountMaxStaleMs: number
   /** Largest CSV upload POST /v1/contacts/import takes. */
   importMaxBytes: number
+  /** Threads parsing CSV and phone numbers for each import. */
+  importParserThreads: number
 }
 
 export class ConfigError extends Error {
@@ -86,6 +89,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     segmentCountSettleMs: read.integer('SEGMENT_COUNT_SETTLE_MS', 2_000, 10, 600_000),
     segmentCountMaxStaleMs: read.integer('SEGMENT_COUNT_MAX_STALE_MS', 30_000, 100, 3_600_000),
     importMaxBytes: read.integer('IMPORT_MAX_BYTES', 536_870_912, 1024, 17_179_869_184),
+    // Phone validation is the costly part of parsing, and the writer needs a core of its
+    // own once the table is large: one parser per remaining core, at least 1, at most 4.
+    importParserThreads: read.integer('IMPORT_PARSER_THREADS', Math.max(1, Math.min(4, availableParallelism() - 1)), 1, 16),
   } satisfies Config
 
   if (problems.length > 0) throw new ConfigError(problems)

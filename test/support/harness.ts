@@ -28,6 +28,8 @@ export function testConfig(database: DatabaseConfig, overrides: Partial<Config> 
     segmentCountSettleMs: 50,
     segmentCountMaxStaleMs: 500,
     importMaxBytes: 10_000_000,
+    // Two parser shards, whatever the machine, so the merge of shards is always exercised.
+    importParserThreads: 2,
     ...overrides,
   }
 }
