@@ -56,7 +56,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const usage = new KeyUsageRecorder(store.db, logger.child({ component: 'key-usage' }), config.keyUsageFlushMs)
   const sessions = createSessionSigner(config.jwtSecret, clock)
   const keysDeps = { db: store.db, clock, usage }
-  const audienceDeps = { db: store.db, dialect: store.dialect, clock }
+  const audienceDeps = { db: store.db, dialect: store.dialect, clock, readLong: store.readLong }
   const segmentCounts = new SegmentCountCache(audienceDeps, logger.child({ component: 'segment-counts' }), {
     settleMs: config.segmentCountSettleMs,
     maxStaleMs: config.segmentCountMaxStaleMs,

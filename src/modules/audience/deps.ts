@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely'
+import type { Compilable, Kysely } from 'kysely'
 import type { Clock } from '../../platform/clock.js'
 import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
@@ -7,4 +7,6 @@ export interface AudienceDeps {
   db: Kysely<DB>
   dialect: Dialect
   clock: Clock
+  /** Long read-only queries (counts, previews), kept off the request path's connection. */
+  readLong<T>(query: Compilable<T>): Promise<T[]>
 }

@@ -16,8 +16,9 @@ export interface CountCacheOptions {
 
 export const DEFAULT_COUNT_CACHE: CountCacheOptions = { settleMs: 2_000, maxStaleMs: 30_000, pollMs: 1_000 }
 
-// One scan of an account's contacts counts this many segments at once.
-const SEGMENTS_PER_SCAN = 50
+// One scan of an account's contacts counts this many segments at once; bounded so a
+// preview waiting behind the scan on SQLite's reader thread is not held up for long.
+const SEGMENTS_PER_SCAN = 10
 
 /**
  * Keeps segments' cached contactCount for listings. Changes mark counts stale in their
@@ -64,7 +65,7 @@ export class SegmentCountCache {
         const predicates = chunk.map((s) =>
           compileRuleSet(this.deps.dialect, { operator: s.rules_operator as RulesOperator, rules: parseRules(s.rules) }),
         )
-        const counts = await countRecipientsForEach(this.deps.db, accountId, predicates)
+        const counts = await countRecipientsForEach(this.deps, accountId, predicates)
         const at = this.deps.clock.now().toISOString()
         for (const [i, segment] of chunk.entries()) {
           await storeCount(this.deps.db, segment.id, Number(segment.count_version), counts[i]!, at)

@@ -36,7 +36,7 @@ function ruleSetOf(row: { rules_operator: RulesOperator; rules: string }): RuleS
 
 /** Live recipient count of saved rules: what a broadcast would send to now. */
 export async function countSegmentRecipients(deps: AudienceDeps, accountId: string, row: { rules_operator: RulesOperator; rules: string }): Promise<number> {
-  return queries.countRecipients(deps.db, accountId, compileRuleSet(deps.dialect, ruleSetOf(row)))
+  return queries.countRecipients(deps, accountId, compileRuleSet(deps.dialect, ruleSetOf(row)))
 }
 
 export async function createSegment(deps: AudienceDeps, accountId: string, input: SegmentBody): Promise<string> {
@@ -128,8 +128,8 @@ export async function deleteSegment(deps: AudienceDeps, accountId: string, segme
 async function preview(deps: AudienceDeps, accountId: string, ruleSet: RuleSet, limit: number): Promise<SegmentPreview> {
   const predicate = compileRuleSet(deps.dialect, ruleSet)
   const [counts, sample] = await Promise.all([
-    queries.countAudience(deps.db, accountId, predicate),
-    limit > 0 ? queries.sampleRecipients(deps.db, accountId, predicate, limit) : Promise.resolve([]),
+    queries.countAudience(deps, accountId, predicate),
+    limit > 0 ? queries.sampleRecipients(deps, accountId, predicate, limit) : Promise.resolve([]),
   ])
   return { count: counts.recipients, optedOut: counts.optedOut, sample: sample.map((row) => toContact(deps, row)) }
 }

@@ -6,6 +6,7 @@ import {
   PostgresDialect,
   SqliteDialect,
   sql,
+  type Compilable,
   type SqliteDatabase,
   type DatabaseIntrospector,
   type DatabaseMetadataOptions,
@@ -14,10 +15,17 @@ import pg from 'pg'
 import type { DatabaseConfig } from '../config.js'
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.js'
 import type { DB } from './schema.js'
+import { SqliteReader } from './sqlite-reader-client.js'
 
 export interface Store {
   db: Kysely<DB>
   dialect: Dialect
+  /**
+   * Runs a long read-only query (a count or scan over many rows) where it cannot hold up
+   * other requests: on SQLite in a reader thread with its own connection, on PostgreSQL
+   * through the pool like any query.
+   */
+  readLong<T>(query: Compilable<T>): Promise<T[]>
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>
   close(): Promise<void>
@@ -46,13 +54,24 @@ function openSqlite(path: string): Store {
     value === null || value === undefined ? null : String(value).toLowerCase(),
   )
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) })
+  // Started once the file exists. An in-memory database lives on one connection only;
+  // there the main connection serves long reads too.
+  const reader = path === ':memory:' ? undefined : new SqliteReader(path)
   return {
     db,
     dialect: sqliteDialect,
+    readLong: async <T>(query: Compilable<T>) => {
+      const compiled = query.compile()
+      if (!reader) return (await db.executeQuery<T>(compiled as never)).rows
+      return reader.read<T>(compiled.sql, compiled.parameters)
+    },
     ping: async () => {
       await sql`select 1`.execute(db)
     },
-    close: () => db.destroy(),
+    close: async () => {
+      await reader?.close()
+      await db.destroy()
+    },
   }
 }
 
@@ -104,6 +123,7 @@ function openPostgres(url: string, schema: string | undefined): Store {
   return {
     db,
     dialect: postgresDialect,
+    readLong: async <T>(query: Compilable<T>) => (await db.executeQuery<T>(query.compile() as never)).rows,
     ping: async () => {
       await sql`select 1`.execute(db)
     },

@@ -1,0 +1,37 @@
+/**
+ * Worker thread that runs long read-only queries (segment counts, previews) on its own
+ * SQLite connection. better-sqlite3 runs queries synchronously, so a count over a
+ * million contacts on the main connection would stall every request for its duration;
+ * in WAL mode this reader sees every committed write and never blocks the writer.
+ */
+import { parentPort, workerData } from 'node:worker_threads'
+import SQLite from 'better-sqlite3'
+
+interface ReadRequest {
+  id: number
+  sql: string
+  parameters: unknown[]
+}
+
+const { path } = workerData as { path: string }
+const db = new SQLite(path, { readonly: true, fileMustExist: true })
+db.pragma('busy_timeout = 5000')
+db.pragma('cache_size = -65536')
+// The same Unicode lower-casing the main connection registers (connect.ts).
+db.function('ulower', { deterministic: true }, (value: unknown) => (value === null || value === undefined ? null : String(value).toLowerCase()))
+
+const statements = new Map<string, SQLite.Statement>()
+
+parentPort!.on('message', ({ id, sql, parameters }: ReadRequest) => {
+  try {
+    let statement = statements.get(sql)
+    if (!statement) {
+      statement = db.prepare(sql)
+      if (statements.size > 200) statements.clear()
+      statements.set(sql, statement)
+    }
+    parentPort!.postMessage({ id, rows: statement.all(parameters) })
+  } catch (err) {
+    parentPort!.postMessage({ id, error: err instanceof Error ? err.message : String(err) })
+  }
+})
