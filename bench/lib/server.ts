@@ -1,0 +1,175 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { resolve } from 'node:path'
+
+export const PROJECT_DIR = resolve(import.meta.dirname, '..', '..')
+
+/** A free TCP port on 127.0.0.1 (asked of the kernel, then released). */
+export function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const probe = createServer()
+    probe.unref()
+    probe.once('error', fail)
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address()
+      probe.close(() => (typeof address === 'object' && address ? done(address.port) : fail(new Error('no port'))))
+    })
+  })
+}
+
+export type ServerMode = 'dist' | 'tsx'
+
+/**
+ * Compiles src/ to .bench/dist (git-ignored), so the benchmark runs compiled code like
+ * `npm start` does without touching the project's own dist/.
+ */
+export function buildServer(): string {
+  const outDir = resolve(PROJECT_DIR, '.bench', 'dist')
+  const tsc = resolve(PROJECT_DIR, 'node_modules', 'typescript', 'bin', 'tsc')
+  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', outDir], {
+    cwd: PROJECT_DIR,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  })
+  if (result.status !== 0) throw new Error(`build failed (tsc exit ${result.status ?? result.signal})`)
+  return resolve(outDir, 'main.js')
+}
+
+export interface RunningServer {
+  url: string
+  pid: number
+  child: ChildProcess
+  /** How the server ended (`exit 1`, `exit SIGTERM`), or undefined while it runs. */
+  exitStatus(): string | undefined
+  stop(): Promise<void>
+}
+
+export interface StartOptions {
+  mode: ServerMode
+  /** A compiled entry to run as it is, instead of building (mode dist only). */
+  entry?: string
+  env: Record<string, string>
+  /** Extra node flags, e.g. --cpu-prof. */
+  nodeArgs?: string[]
+  readyTimeoutMs?: number
+}
+
+/** Starts `node <entry>` as a child process with the given env and waits until /readyz answers 200. */
+export async function startServer(options: StartOptions): Promise<RunningServer> {
+  const port = await freePort()
+  const entry = options.mode === 'tsx' ? resolve(PROJECT_DIR, 'src', 'main.ts') : options.entry ? resolve(options.entry) : buildServer()
+  const args = [...(options.nodeArgs ?? []), ...(options.mode === 'tsx' ? ['--import', 'tsx'] : []), entry]
+  const child = spawn(process.execPath, args, {
+    cwd: PROJECT_DIR,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env, HOST: '127.0.0.1', PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const prefix = (chunk: Buffer) =>
+    chunk
+      .toString()
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => `  [server] ${line}\n`)
+      .join('')
+  child.stdout?.on('data', (chunk: Buffer) => process.stderr.write(prefix(chunk)))
+  child.stderr?.on('data', (chunk: Buffer) => process.stderr.write(prefix(chunk)))
+
+  let exited: string | undefined
+  const exitPromise = new Promise<void>((done) =>
+    child.once('exit', (code, signal) => {
+      exited = `exit ${code ?? signal}`
+      done()
+    }),
+  )
+
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000)
+  for (;;) {
+    if (exited) throw new Error(`the server stopped before it was ready (${exited})`)
+    try {
+      const response = await fetch(`${url}/readyz`)
+      await response.arrayBuffer()
+      if (response.status === 200) break
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL')
+      throw new Error(`the server did not answer /readyz within ${(options.readyTimeoutMs ?? 60_000) / 1000} s`)
+    }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+
+  return {
+    url,
+    pid: child.pid!,
+    child,
+    exitStatus: () => exited,
+    async stop() {
+      if (exited) return
+      child.kill('SIGTERM')
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
+      await exitPromise
+      clearTimeout(timer)
+    },
+  }
+}
+
+/** CPU time (user + system) of one process, in seconds, from /proc. Undefined off Linux. */
+export function processCpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    const ticks = Number(fields[11]) + Number(fields[12]) // utime, stime (fields 14 and 15)
+    return ticks / CLOCK_TICKS
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * CPU time of every process whose command name is `name` (e.g. PostgreSQL's postmaster and
+ * backends), in seconds, with the time of their children that have ended (a backend that
+ * closes during a run is then still counted, in the postmaster's figure).
+ */
+export function processesCpuSeconds(name: string): number | undefined {
+  try {
+    let total = 0
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+        const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+        if (comm !== name) continue
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+        // utime, stime, cutime, cstime (fields 14 to 17)
+        total += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])
+      } catch {
+        // the process ended meanwhile
+      }
+    }
+    return total / CLOCK_TICKS
+  } catch {
+    return undefined
+  }
+}
+
+/** The machine's busy and total CPU time from /proc/stat, in seconds over all cores. */
+export function machineCpuSeconds(): { busy: number; total: number } | undefined {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? ''
+    const values = line.trim().split(/\s+/).slice(1, 9).map(Number)
+    const total = values.reduce((a, b) => a + b, 0)
+    const idle = (values[3] ?? 0) + (values[4] ?? 0)
+    return { busy: (total - idle) / CLOCK_TICKS, total: total / CLOCK_TICKS }
+  } catch {
+    return undefined
+  }
+}
+
+const CLOCK_TICKS = (() => {
+  const result = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' })
+  const value = Number(result.stdout?.trim())
+  return Number.isFinite(value) && value > 0 ? value : 100
+})()
