@@ -3,7 +3,7 @@ import type { DB } from '../../platform/db/schema.js'
 import { offsetOf, toPage, type Page, type PageRequest } from '../../platform/http/pagination.js'
 import { newId } from '../../platform/ids.js'
 import { emitMany, emit } from '../../platform/outbox/emit.js'
-import { parsePhone } from '../../platform/phone.js'
+import { parsePhone, type ParsedPhone } from '../../platform/phone.js'
 import { NotFound, ValidationFailed } from '../../platform/problems.js'
 import type { AudienceDeps } from './deps.js'
 import { contactEvent, contactUpdatedEvent } from './events.js'
@@ -12,6 +12,11 @@ import * as queries from './queries.js'
 import type { ContactRow, NewContact } from './queries.js'
 import { markCountsStale } from './segment-queries.js'
 import type { Contact, CreateContactBody, CreateContactsBody, UpdateContactBody } from './schemas.js'
+
+/** A contact to save for a parsed number, with whatever else is known of it. */
+export function newContact(phone: ParsedPhone, fields: Partial<Pick<NewContact, 'first_name' | 'last_name' | 'email' | 'attributes'>> = {}): NewContact {
+  return { id: newId(), phone_number: phone.number, country: phone.country, first_name: null, last_name: null, email: null, attributes: {}, ...fields }
+}
 
 /** Numbers one JSON request may carry; the CSV import takes any number. */
 export const MAX_NUMBERS_PER_REQUEST = 10_000
@@ -94,7 +99,7 @@ export async function createContacts(deps: AudienceDeps, accountId: string, inpu
       trx,
       deps,
       accountId,
-      parsed.valid.map((p) => ({ id: newId(), phone_number: p.number, country: p.country, first_name: null, last_name: null, email: null, attributes: {} })),
+      parsed.valid.map((p) => newContact(p)),
       input.contactListId,
     ),
   )
@@ -119,15 +124,12 @@ export async function createContact(deps: AudienceDeps, accountId: string, input
       deps,
       accountId,
       [
-        {
-          id: newId(),
-          phone_number: phone.number,
-          country: phone.country,
+        newContact(phone, {
           first_name: input.firstName?.trim() || null,
           last_name: input.lastName?.trim() || null,
           email: input.email?.trim() || null,
           attributes: input.attributes ?? {},
-        },
+        }),
       ],
       input.contactListId,
     ),

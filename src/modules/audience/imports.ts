@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Transform, type Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
 import type { Logger } from 'pino'
 import { newId } from '../../platform/ids.js'
+import { startWorker } from '../../platform/workers.js'
 import { NotFound, PayloadTooLarge } from '../../platform/problems.js'
 import { requireList, saveContacts } from './contacts.js'
 import type { AudienceDeps } from './deps.js'
@@ -29,18 +30,8 @@ const INTERRUPTED =
 // A running import records progress every batch, far more often than this.
 const ABANDONED_AFTER_MS = 5 * 60_000
 
-/**
- * Starts the parser thread. Built, it is plain JavaScript. Run from TypeScript sources
- * (tests, `npm run dev`), the thread first registers tsx's loader, since Node 20 does not
- * pass `--import` loaders on to worker threads.
- */
 function startParser(workerData: { path: string; batchSize: number; shard: number; shards: number }): Worker {
-  const ownUrl = import.meta.url
-  if (!ownUrl.endsWith('.ts')) return new Worker(new URL('./import-parser.js', ownUrl), { workerData })
-  const parser = new URL('./import-parser.ts', ownUrl).href
-  // Bare specifier on purpose: tsx's ESM entry, resolved from the working directory.
-  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(parser)}) })`
-  return new Worker(bootstrap, { eval: true, workerData })
+  return startWorker(import.meta.url, 'import-parser', workerData)
 }
 
 /**

@@ -1,7 +1,7 @@
 import { offsetOf, toPage, type Page, type PageRequest } from '../../platform/http/pagination.js'
 import { newId } from '../../platform/ids.js'
 import { NotFound, ValidationFailed } from '../../platform/problems.js'
-import { MAX_NUMBERS_PER_REQUEST, requireList, saveContacts } from './contacts.js'
+import { MAX_NUMBERS_PER_REQUEST, newContact, requireList, saveContacts } from './contacts.js'
 import type { AudienceDeps } from './deps.js'
 import { parsePhoneList } from './phone-list.js'
 import * as queries from './queries.js'
@@ -73,7 +73,7 @@ export async function addToList(deps: AudienceDeps, accountId: string, listId: s
         trx,
         deps,
         accountId,
-        parsed.valid.map((p) => ({ id: newId(), phone_number: p.number, country: p.country, first_name: null, last_name: null, email: null, attributes: {} })),
+        parsed.valid.map((p) => newContact(p)),
         listId,
       ),
     )

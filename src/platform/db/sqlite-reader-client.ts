@@ -1,4 +1,5 @@
-import { Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
+import { startWorker } from '../workers.js'
 
 /** The main thread's side of sqlite-reader.ts: one reader thread, queries answered in turn. */
 export class SqliteReader {
@@ -7,16 +8,7 @@ export class SqliteReader {
   private nextId = 0
 
   constructor(path: string) {
-    const ownUrl = import.meta.url
-    if (ownUrl.endsWith('.ts')) {
-      // From TypeScript sources (tests, `npm run dev`) the thread registers tsx first,
-      // since Node 20 does not pass `--import` loaders on to worker threads.
-      const reader = new URL('./sqlite-reader.ts', ownUrl).href
-      const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(reader)}) })`
-      this.worker = new Worker(bootstrap, { eval: true, workerData: { path } })
-    } else {
-      this.worker = new Worker(new URL('./sqlite-reader.js', ownUrl), { workerData: { path } })
-    }
+    this.worker = startWorker(import.meta.url, 'sqlite-reader', { path })
     this.worker.unref()
     this.worker.on('message', ({ id, rows, error }: { id: number; rows?: unknown[]; error?: string }) => {
       const waiter = this.pending.get(id)
