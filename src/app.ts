@@ -52,7 +52,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await migrateToLatest(store.db, store.dialect.name)
   const redis = config.redisUrl ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined
 
-  const relay = new OutboxRelay({ store, logger: logger.child({ component: 'outbox' }), pollMs: config.outboxPollMs })
+  const relay = new OutboxRelay({
+    store,
+    logger: logger.child({ component: 'outbox' }),
+    clock,
+    pollMs: config.outboxPollMs,
+    retentionMs: config.outboxRetentionHours * 3_600_000,
+  })
   const usage = new KeyUsageRecorder(store.db, logger.child({ component: 'key-usage' }), config.keyUsageFlushMs)
   const sessions = createSessionSigner(config.jwtSecret, clock)
   const keysDeps = { db: store.db, clock, usage }

@@ -24,6 +24,8 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   keyUsageFlushMs: number
   outboxPollMs: number
+  /** Relayed domain events are kept this long, then deleted. */
+  outboxRetentionHours: number
   trustProxy: boolean
   /** Segment counts in listings are refreshed once changes have been quiet this long... */
   segmentCountSettleMs: number
@@ -85,6 +87,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: read.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
     keyUsageFlushMs: read.integer('KEY_USAGE_FLUSH_MS', 10_000, 10, 60_000),
     outboxPollMs: read.integer('OUTBOX_POLL_MS', 200, 10, 60_000),
+    outboxRetentionHours: read.integer('OUTBOX_RETENTION_HOURS', 24, 1, 8760),
     trustProxy: read.boolean('TRUST_PROXY', false),
     segmentCountSettleMs: read.integer('SEGMENT_COUNT_SETTLE_MS', 2_000, 10, 600_000),
     segmentCountMaxStaleMs: read.integer('SEGMENT_COUNT_MAX_STALE_MS', 30_000, 100, 3_600_000),

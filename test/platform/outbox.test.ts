@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { DatabaseConfig } from '../../src/platform/config.js'
 import { emit } from '../../src/platform/outbox/emit.js'
 import type { DomainEvent, RelayedEvent } from '../../src/platform/outbox/events.js'
+import { ManualClock } from '../../src/platform/clock.js'
 import { startServer, type TestServer } from '../support/harness.js'
 import { freshDatabase, testStoreKind } from '../support/store.js'
 
@@ -236,3 +237,60 @@ function emitAndCrash(database: DatabaseConfig, accountId: string): Promise<stri
     })
   })
 }
+
+describe('outbox retention', () => {
+  async function outboxRows(on: TestServer): Promise<number> {
+    const row = await on.app.platform.store.db.selectFrom('outbox').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+    return Number(row.n)
+  }
+
+  it('deletes relayed events older than the retention and keeps recent ones', async () => {
+    const clock = new ManualClock('2026-05-01T00:00:00.000Z')
+    const on = await startServer({ clock, config: { outboxRetentionHours: 24 } })
+    try {
+      const received = recordingConsumer(on)
+      const accountId = randomUUID()
+      const [old] = await commit(on, [{ type: 'ContactCreated', accountId, occurredAt: clock.now(), data: {} }])
+      await drainUntilRelayed(on, received, old!)
+      clock.advance(25 * 3_600_000)
+      const [recent] = await commit(on, [{ type: 'ContactCreated', accountId, occurredAt: clock.now(), data: {} }])
+      await drainUntilRelayed(on, received, recent!)
+
+      expect(await on.app.platform.relay.prune()).toBe(1)
+      expect(await outboxRows(on)).toBe(1)
+      const left = await on.app.platform.store.db.selectFrom('outbox').select('event_id').executeTakeFirstOrThrow()
+      expect(left.event_id).toBe(recent)
+    } finally {
+      await on.close()
+    }
+  })
+
+  it('keeps old events that a registered consumer has not handled yet, and serves the other consumers', async () => {
+    const clock = new ManualClock('2026-05-01T00:00:00.000Z')
+    const on = await startServer({ clock, config: { outboxRetentionHours: 24 } })
+    try {
+      const received = recordingConsumer(on)
+      const [old] = await commit(on, [{ type: 'ContactCreated', accountId: randomUUID(), occurredAt: clock.now(), data: {} }])
+      await drainUntilRelayed(on, received, old!)
+      // A consumer whose every batch fails: its position stays before the event.
+      on.app.platform.relay.register({
+        name: 'always-failing',
+        handle: async () => {
+          throw new Error('receiver down')
+        },
+      })
+      await expect
+        .poll(async () => (await on.app.platform.store.db.selectFrom('outbox_cursors').select('consumer').where('consumer', '=', 'always-failing').execute()).length)
+        .toBe(1)
+      clock.advance(25 * 3_600_000)
+
+      expect(await on.app.platform.relay.prune()).toBe(0)
+      expect(await outboxRows(on)).toBe(1)
+      // The failing consumer holds up nobody else.
+      const [later] = await commit(on, [{ type: 'ContactCreated', accountId: randomUUID(), occurredAt: clock.now(), data: {} }])
+      await drainUntilRelayed(on, received, later!)
+    } finally {
+      await on.close()
+    }
+  })
+})

@@ -24,6 +24,7 @@ export function testConfig(database: DatabaseConfig, overrides: Partial<Config> 
     logLevel: 'silent',
     keyUsageFlushMs: 50,
     outboxPollMs: 20,
+    outboxRetentionHours: 24,
     trustProxy: false,
     segmentCountSettleMs: 50,
     segmentCountMaxStaleMs: 500,

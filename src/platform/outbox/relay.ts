@@ -1,8 +1,12 @@
-import type { Transaction } from 'kysely'
+import { sql, type Transaction } from 'kysely'
 import type { Logger } from 'pino'
+import type { Clock } from '../clock.js'
 import type { Store } from '../db/connect.js'
 import type { DB } from '../db/schema.js'
 import type { EventType, RelayedEvent } from './events.js'
+
+const PRUNE_EVERY_MS = 60_000
+const PRUNE_BATCH = 5_000
 
 export interface OutboxConsumer {
   /** Stable name: the consumer's position is stored under it and survives restarts. */
@@ -18,7 +22,10 @@ export interface OutboxConsumer {
 export interface RelayOptions {
   store: Store
   logger: Logger
+  clock: Clock
   pollMs: number
+  /** Relayed events older than this are deleted. */
+  retentionMs: number
   batchSize?: number
 }
 
@@ -37,6 +44,7 @@ export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined
   private running: Promise<void> | undefined
   private stopped = true
+  private lastPruneAt = 0
 
   constructor(private readonly options: RelayOptions) {
     this.batchSize = options.batchSize ?? 200
@@ -77,7 +85,11 @@ export class OutboxRelay {
     clearTimeout(this.timer)
     this.timer = setTimeout(() => {
       this.running = this.passAll()
-        .then((relayed) => {
+        .then(async (relayed) => {
+          if (relayed === 0 && Date.now() - this.lastPruneAt > PRUNE_EVERY_MS) {
+            this.lastPruneAt = Date.now()
+            await this.prune()
+          }
           if (!this.stopped) this.schedule(relayed > 0 ? 0 : this.options.pollMs)
         })
         .catch((err: unknown) => {
@@ -91,9 +103,42 @@ export class OutboxRelay {
     this.timer.unref()
   }
 
+  /**
+   * Deletes events older than the retention that every registered consumer has passed,
+   * a bounded number at a time. Events a consumer has not reached stay, however old.
+   * Returns how many were deleted.
+   */
+  async prune(): Promise<number> {
+    const { db, dialect } = this.options.store
+    const cursors = await db.selectFrom('outbox_cursors').select(['consumer', 'tx_id', 'last_id']).execute()
+    const byConsumer = new Map(cursors.map((c) => [c.consumer, c]))
+    // A consumer that has not made its first pass has no position yet: wait for it.
+    if ([...this.consumers.keys()].some((name) => !byConsumer.has(name))) return 0
+    const before = new Date(this.options.clock.now().getTime() - this.options.retentionMs).toISOString()
+    let deleted = 0
+    for (;;) {
+      let candidates = db.selectFrom('outbox').select('id').where('occurred_at', '<', before).limit(PRUNE_BATCH)
+      for (const name of this.consumers.keys()) {
+        const cursor = byConsumer.get(name)!
+        candidates = candidates.where(sql<boolean>`not ${dialect.outboxAfter(cursor.tx_id, Number(cursor.last_id))}`)
+      }
+      const result = await db.deleteFrom('outbox').where('id', 'in', candidates).executeTakeFirst()
+      const n = Number(result.numDeletedRows)
+      deleted += n
+      if (n < PRUNE_BATCH) return deleted
+    }
+  }
+
   private async passAll(options: PassOptions = { waitForLocks: false }): Promise<number> {
     let relayed = 0
-    for (const consumer of this.consumers.values()) relayed += await this.passOne(consumer, options)
+    for (const consumer of this.consumers.values()) {
+      // One consumer's failure (its batch rolls back and is retried) never holds up the others.
+      try {
+        relayed += await this.passOne(consumer, options)
+      } catch (err) {
+        this.options.logger.error({ err, consumer: consumer.name }, 'outbox consumer failed; its batch will be retried')
+      }
+    }
     return relayed
   }
 
