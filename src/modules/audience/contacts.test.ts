@@ -1,14 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createKey, expectProblem, expectWholeProblem, signUp, type TestAccount } from '../../../test/support/fixtures.js'
+import { EventProbe } from '../../../test/support/event-probe.js'
 import { startServer, type TestServer } from '../../../test/support/harness.js'
-import type { RelayedEvent } from '../../platform/outbox/events.js'
 
 let server: TestServer
 let alice: TestAccount
 let aliceKey: string
-let fenceKey: string
-let fence: TestAccount
-const relayed: RelayedEvent[] = []
+let probe: EventProbe
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -16,17 +14,10 @@ const NOT_A_PHONE = 'not a valid phone number in international format (+ and cou
 
 beforeAll(async () => {
   server = await startServer()
-  // Registered before any change, so every event of this file reaches it.
-  server.app.platform.relay.register({
-    name: 'contacts-test-probe',
-    handle: async (_trx, events) => {
-      relayed.push(...events)
-    },
-  })
+  // Attached before any change, so every event of this file reaches it.
+  probe = await EventProbe.attach(server, 'contacts-test-probe')
   alice = await signUp(server, 'Alice Ltd')
   aliceKey = await createKey(server, alice)
-  fence = await signUp(server, 'Fence')
-  fenceKey = await createKey(server, fence)
 })
 afterAll(() => server.close())
 
@@ -36,32 +27,8 @@ async function fresh(): Promise<{ account: TestAccount; key: string }> {
   return { account, key: await createKey(server, account) }
 }
 
-let fences = 0
-/**
- * Waits until every event committed so far has reached the probe: a contact created
- * now, in an account of its own, is relayed after all of them (commit order).
- */
-async function settle(): Promise<void> {
-  const phoneNumber = `+336${12340000 + fences++}`
-  const response = await server.post('/v1/contacts', { token: fenceKey, body: { phoneNumbers: phoneNumber } })
-  expect(response.body.created).toBe(1)
-  await server.app.platform.relay.drain()
-  await expect
-    .poll(() => relayed.some((e) => e.accountId === fence.accountId && e.data.phoneNumber === phoneNumber), { timeout: 10_000, interval: 20 })
-    .toBe(true)
-}
-
 /** The events of `accountId` that `action` caused, once relayed. */
-async function eventsDuring(accountId: string, action: () => Promise<unknown>): Promise<{ type: string; data: Record<string, unknown> }[]> {
-  await settle()
-  const start = relayed.length
-  await action()
-  await settle()
-  return relayed
-    .slice(start)
-    .filter((e) => e.accountId === accountId)
-    .map((e) => ({ type: e.type, data: e.data }))
-}
+const eventsDuring = (accountId: string, action: () => Promise<unknown>) => probe.eventsDuring(accountId, action)
 
 async function createOne(key: string, body: Record<string, unknown>) {
   const response = await server.post('/v1/contacts/single', { token: key, body })

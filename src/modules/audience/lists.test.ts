@@ -1,12 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createKey, expectProblem, expectWholeProblem, signUp, type TestAccount } from '../../../test/support/fixtures.js'
+import { EventProbe } from '../../../test/support/event-probe.js'
 import { startServer, type TestServer } from '../../../test/support/harness.js'
-import type { RelayedEvent } from '../../platform/outbox/events.js'
 
 let server: TestServer
-let fence: TestAccount
-let fenceKey: string
-const relayed: RelayedEvent[] = []
+let probe: EventProbe
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -14,15 +12,8 @@ const UNKNOWN_ID = '0193a5b0-7c1e-7b7a-9a55-3f1d2c4b5a69'
 
 beforeAll(async () => {
   server = await startServer()
-  // Registered before any change, so every event of this file reaches it.
-  server.app.platform.relay.register({
-    name: 'lists-test-probe',
-    handle: async (_trx, events) => {
-      relayed.push(...events)
-    },
-  })
-  fence = await signUp(server, 'Fence')
-  fenceKey = await createKey(server, fence)
+  // Attached before any change, so every event of this file reaches it.
+  probe = await EventProbe.attach(server, 'lists-test-probe')
 })
 afterAll(() => server.close())
 
@@ -31,32 +22,8 @@ async function fresh(): Promise<{ account: TestAccount; key: string }> {
   return { account, key: await createKey(server, account) }
 }
 
-let fences = 0
-/**
- * Waits until every event committed so far has reached the probe: a contact created
- * now, in an account of its own, is relayed after all of them (commit order).
- */
-async function settle(): Promise<void> {
-  const phoneNumber = `+336${12340000 + fences++}`
-  const response = await server.post('/v1/contacts', { token: fenceKey, body: { phoneNumbers: phoneNumber } })
-  expect(response.body.created).toBe(1)
-  await server.app.platform.relay.drain()
-  await expect
-    .poll(() => relayed.some((e) => e.accountId === fence.accountId && e.data.phoneNumber === phoneNumber), { timeout: 10_000, interval: 20 })
-    .toBe(true)
-}
-
 /** The events of `accountId` that `action` caused, once relayed. */
-async function eventsDuring(accountId: string, action: () => Promise<unknown>): Promise<{ type: string; data: Record<string, unknown> }[]> {
-  await settle()
-  const start = relayed.length
-  await action()
-  await settle()
-  return relayed
-    .slice(start)
-    .filter((e) => e.accountId === accountId)
-    .map((e) => ({ type: e.type, data: e.data }))
-}
+const eventsDuring = (accountId: string, action: () => Promise<unknown>) => probe.eventsDuring(accountId, action)
 
 async function newList(key: string, name = 'List', description?: string): Promise<string> {
   const response = await server.post('/v1/contact-lists', { token: key, body: { name, ...(description === undefined ? {} : { description }) } })
