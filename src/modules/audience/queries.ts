@@ -78,10 +78,6 @@ export function findContact(db: Handle, accountId: string, contactId: string) {
   return db.selectFrom('contacts').selectAll().where('account_id', '=', accountId).where('id', '=', contactId).executeTakeFirst()
 }
 
-export function findContactByPhone(db: Handle, accountId: string, phoneNumber: string) {
-  return db.selectFrom('contacts').selectAll().where('account_id', '=', accountId).where('phone_number', '=', phoneNumber).executeTakeFirst()
-}
-
 /** Locks the row for a read-modify-write where the store has row locks. */
 export function findContactForUpdate(trx: Transaction<DB>, dialect: Dialect, accountId: string, contactId: string) {
   const query = trx.selectFrom('contacts').selectAll().where('account_id', '=', accountId).where('id', '=', contactId)

@@ -74,7 +74,8 @@ export const sqliteDialect: Dialect = {
   analyze: (table) => sql`analyze ${sql.table(table)}`,
 }
 
-const PG_NUMERIC_TEXT = '^-?[0-9]+([.][0-9]+)?$'
+// PostgreSQL's regular expressions read NUMERIC_TEXT's source as JavaScript does.
+const PG_NUMERIC_TEXT = NUMERIC_TEXT.source
 
 // Numbers compare as doubles, as on SQLite and in JavaScript: numeric-looking text is rounded
 // to the nearest double (exact numeric would order "0.1000000000000000001" above 0.1, which
