@@ -13,6 +13,7 @@ import { installHealth } from './platform/http/health.js'
 import { installOpenApi } from './platform/http/openapi.js'
 import { installRateLimit } from './platform/http/rate-limit.js'
 import { installValidation } from './platform/http/validation.js'
+import { Leases } from './platform/lease.js'
 import { createLogger } from './platform/logger.js'
 import { NotFound } from './platform/problems.js'
 import { OutboxRelay } from './platform/outbox/relay.js'
@@ -26,6 +27,7 @@ export interface Platform {
   store: Store
   relay: OutboxRelay
   segmentCounts: SegmentCountCache
+  leases: Leases
   clock: Clock
   logger: Logger
 }
@@ -68,11 +70,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     maxStaleMs: config.segmentCountMaxStaleMs,
     pollMs: Math.min(1000, config.segmentCountSettleMs),
   })
-  const importer = new ContactImporter(audienceDeps, logger.child({ component: 'contact-import' }), {
-    maxBytes: config.importMaxBytes,
-    batchSize: 2000,
-    parserThreads: config.importParserThreads,
+  const leases = new Leases(store.db, store.dialect, clock, logger.child({ component: 'leases' }), {
+    nodeId: config.nodeId,
+    ttlMs: config.leaseTtlMs,
+    reclaimForeignAtStart: config.database.kind === 'sqlite',
   })
+  const importer = new ContactImporter(
+    audienceDeps,
+    logger.child({ component: 'contact-import' }),
+    { maxBytes: config.importMaxBytes, batchSize: 2000, parserThreads: config.importParserThreads },
+    leases,
+  )
   const accountsDeps = { db: store.db, clock, sessions, allowSignup: config.allowSignup, signupCredits: config.signupCredits }
 
   const app = Fastify({
@@ -86,7 +94,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       sendProblem(reply, new NotFound('resource'), request.url.split('?')[0])
     },
   }).withTypeProvider<TypeBoxTypeProvider>()
-  app.decorate('platform', { config, store, relay, segmentCounts, clock, logger })
+  app.decorate('platform', { config, store, relay, segmentCounts, leases, clock, logger })
 
   // JSON only, unless a route's module adds a parser of its own (CSV import).
   app.removeContentTypeParser('text/plain')
@@ -118,9 +126,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     usage.start()
     segmentCounts.start()
     await importer.start()
+    // After every kind of leased work is registered: the first sweep settles what an
+    // earlier run left behind.
+    await leases.start()
   })
   app.addHook('onClose', async () => {
     await importer.stop()
+    await leases.stop()
     await relay.stop()
     await usage.stop()
     await segmentCounts.stop()

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { availableParallelism } from 'node:os'
+import { availableParallelism, hostname } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 
 export type DatabaseConfig =
@@ -35,6 +35,10 @@ export interface Config {
   importMaxBytes: number
   /** Threads parsing CSV and phone numbers for each import. */
   importParserThreads: number
+  /** This process among the nodes sharing the store; new on every start. */
+  nodeId: string
+  /** How long a claim on background work holds without renewal (see platform/lease.ts). */
+  leaseTtlMs: number
 }
 
 export class ConfigError extends Error {
@@ -95,6 +99,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Phone validation is the costly part of parsing, and the writer needs a core of its
     // own once the table is large: one parser per remaining core, at least 1, at most 4.
     importParserThreads: read.integer('IMPORT_PARSER_THREADS', Math.max(1, Math.min(4, availableParallelism() - 1)), 1, 16),
+    // Readable in logs and lease columns, and unique per start, so a restarted process
+    // never mistakes its earlier run's claims for its own.
+    nodeId: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
+    leaseTtlMs: read.integer('LEASE_TTL_MS', 15_000, 300, 600_000),
   } satisfies Config
 
   if (problems.length > 0) throw new ConfigError(problems)

@@ -1,14 +1,10 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync } from 'node:fs'
-import { connect, createServer } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { DatabaseConfig } from '../../src/platform/config.js'
 import { startServer, TEST_JWT_SECRET } from '../support/harness.js'
-import { freshDatabase, testStoreKind } from '../support/store.js'
+import { childDatabase, freePort } from '../support/child-server.js'
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -18,31 +14,6 @@ afterEach(() => {
   if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   child = undefined
 })
-
-/** A port nothing listens on right now: the kernel picks one, we let it go. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.on('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address()
-      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))))
-    })
-  })
-}
-
-/** The store for the child process, as DATABASE_URL (main.ts reads only the environment). */
-async function childDatabase(): Promise<{ url: string; database: DatabaseConfig }> {
-  if (testStoreKind === 'sqlite') {
-    const path = join(mkdtempSync(join(tmpdir(), 'mp-shutdown-')), 'db.sqlite')
-    return { url: `sqlite:${path}`, database: { kind: 'sqlite', path } }
-  }
-  const database = await freshDatabase()
-  if (database.kind !== 'postgres') throw new Error('expected a PostgreSQL test database')
-  // The schema travels in the URL as a libpq `options` parameter, which pg honours.
-  const separator = database.url.includes('?') ? '&' : '?'
-  return { url: `${database.url}${separator}options=${encodeURIComponent(`-c search_path=${database.schema}`)}`, database }
-}
 
 function waitForExit(process: ChildProcessWithoutNullStreams): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   if (process.exitCode !== null || process.signalCode !== null) {

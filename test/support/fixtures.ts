@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { expect } from 'vitest'
-import type { TestServer } from './harness.js'
+import type { ApiClient } from './harness.js'
 
 export interface TestAccount {
   accountId: string
@@ -11,7 +11,7 @@ export interface TestAccount {
 }
 
 /** Signs up and logs in through the public API. */
-export async function signUp(server: TestServer, name = 'Test'): Promise<TestAccount> {
+export async function signUp(server: ApiClient, name = 'Test'): Promise<TestAccount> {
   const email = `user-${randomBytes(6).toString('hex')}@example.com`
   const password = 'correct horse battery staple'
   const signup = await server.post('/v1/auth/signup', { body: { email, password, accountName: name } })
@@ -23,7 +23,7 @@ export async function signUp(server: TestServer, name = 'Test'): Promise<TestAcc
 
 /** Creates an API key through the public API and returns the raw key. */
 export async function createKey(
-  server: TestServer,
+  server: ApiClient,
   account: TestAccount,
   permission: 'Sms' | 'Full' | 'Playground' = 'Full',
   name = 'test key',

@@ -31,6 +31,8 @@ export function testConfig(database: DatabaseConfig, overrides: Partial<Config> 
     importMaxBytes: 10_000_000,
     // Two parser shards, whatever the machine, so the merge of shards is always exercised.
     importParserThreads: 2,
+    nodeId: `test-node-${Math.random().toString(36).slice(2, 10)}`,
+    leaseTtlMs: 15_000,
     ...overrides,
   }
 }
@@ -51,13 +53,9 @@ export interface RequestOptions {
   headers?: Record<string, string>
 }
 
-/** A running server on a real socket, and a client for it. */
-export class TestServer {
-  constructor(
-    readonly app: FastifyInstance,
-    readonly url: string,
-    readonly config: Config,
-  ) {}
+/** A client for a server listening at `url`, speaking JSON. */
+export class ApiClient {
+  constructor(readonly url: string) {}
 
   async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...options.headers }
@@ -82,6 +80,17 @@ export class TestServer {
   put = <T = any>(path: string, options?: RequestOptions) => this.request<T>('PUT', path, options)
   patch = <T = any>(path: string, options?: RequestOptions) => this.request<T>('PATCH', path, options)
   delete = <T = any>(path: string, options?: RequestOptions) => this.request<T>('DELETE', path, options)
+}
+
+/** A running server on a real socket, in this process, and a client for it. */
+export class TestServer extends ApiClient {
+  constructor(
+    readonly app: FastifyInstance,
+    url: string,
+    readonly config: Config,
+  ) {
+    super(url)
+  }
 
   close(): Promise<void> {
     return this.app.close()

@@ -1,9 +1,13 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { ContactImportsTable, DB } from '../../platform/db/schema.js'
+import { Leases } from '../../platform/lease.js'
 
 type Handle = Kysely<DB> | Transaction<DB>
 
-export async function insertImport(db: Handle, row: Pick<ContactImportsTable, 'id' | 'account_id' | 'contact_list_id' | 'status' | 'created_at' | 'updated_at'>) {
+export async function insertImport(
+  db: Handle,
+  row: Pick<ContactImportsTable, 'id' | 'account_id' | 'contact_list_id' | 'status' | 'created_at' | 'updated_at' | 'lease_owner' | 'lease_expires_at'>,
+) {
   await db.insertInto('contact_imports').values({ ...row, failure: null, completed_at: null }).execute()
 }
 
@@ -22,18 +26,19 @@ export async function recordProgress(
 export async function finishImport(db: Handle, importId: string, outcome: { status: 'completed' | 'failed'; failure: string | null; at: string }) {
   await db
     .updateTable('contact_imports')
-    .set({ status: outcome.status, failure: outcome.failure, completed_at: outcome.at, updated_at: outcome.at })
+    .set({ status: outcome.status, failure: outcome.failure, completed_at: outcome.at, updated_at: outcome.at, ...Leases.released() })
     .where('id', '=', importId)
     .where('status', '=', 'processing')
     .execute()
 }
 
-/** Imports a node was running when it died: they stopped updating long ago. */
-export async function failAbandonedImports(db: Handle, updatedBefore: string, at: string, reason: string): Promise<void> {
-  await db
+/** Imports whose node is gone (their lease was reclaimed): failed, their committed rows kept. */
+export async function failInterruptedImports(trx: Handle, ids: string[], at: string, reason: string): Promise<void> {
+  await trx
     .updateTable('contact_imports')
     .set({ status: 'failed', failure: reason, completed_at: at, updated_at: at })
+    .where('id', 'in', ids)
     .where('status', '=', 'processing')
-    .where('updated_at', '<', updatedBefore)
     .execute()
+  await trx.updateTable('contact_imports').set(Leases.released()).where('id', 'in', ids).execute()
 }

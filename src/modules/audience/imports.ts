@@ -7,6 +7,7 @@ import { pipeline } from 'node:stream/promises'
 import type { Worker } from 'node:worker_threads'
 import type { Logger } from 'pino'
 import { newId } from '../../platform/ids.js'
+import type { Leases } from '../../platform/lease.js'
 import { startWorker } from '../../platform/workers.js'
 import { NotFound, PayloadTooLarge } from '../../platform/problems.js'
 import { requireList, saveContacts } from './contacts.js'
@@ -27,8 +28,6 @@ export interface ImportOptions {
 const KEPT_ERRORS = 1000
 const INTERRUPTED =
   'interrupted: the server stopped before the import finished; the rows imported so far are kept, and importing the file again is safe'
-// A running import records progress every batch, far more often than this.
-const ABANDONED_AFTER_MS = 5 * 60_000
 
 function startParser(workerData: { path: string; batchSize: number; shard: number; shards: number }): Worker {
   return startWorker(import.meta.url, 'import-parser', workerData)
@@ -49,11 +48,15 @@ export class ContactImporter {
     private readonly deps: AudienceDeps,
     private readonly logger: Logger,
     private readonly options: ImportOptions,
+    private readonly leases: Leases,
   ) {}
 
+  /** Registers imports as leased work: an import whose node is gone is failed (interrupted). */
   async start(): Promise<void> {
-    const now = this.deps.clock.now()
-    await importQueries.failAbandonedImports(this.deps.db, new Date(now.getTime() - ABANDONED_AFTER_MS).toISOString(), now.toISOString(), INTERRUPTED)
+    this.leases.register({
+      table: 'contact_imports',
+      reclaim: (trx, ids, at) => importQueries.failInterruptedImports(trx, ids, at.toISOString(), INTERRUPTED),
+    })
   }
 
   /** Stops every running import after its current batch; each is marked failed (interrupted). */
@@ -75,7 +78,19 @@ export class ContactImporter {
       throw err
     }
     const at = this.deps.clock.now().toISOString()
-    await importQueries.insertImport(this.deps.db, { id: importId, account_id: accountId, contact_list_id: listId ?? null, status: 'processing', created_at: at, updated_at: at })
+    await importQueries.insertImport(this.deps.db, {
+      id: importId,
+      account_id: accountId,
+      contact_list_id: listId ?? null,
+      status: 'processing',
+      created_at: at,
+      updated_at: at,
+      ...this.leases.claim(),
+    })
+    // Should another node reclaim it (this one stalled past the lease), stop writing.
+    this.leases.hold('contact_imports', importId, () => {
+      for (const worker of this.workers.get(importId) ?? []) void worker.terminate()
+    })
     const done = this.run(importId, accountId, listId, path)
     this.running.add(done)
     void done.finally(() => this.running.delete(done))
@@ -123,6 +138,8 @@ export class ContactImporter {
     } catch (err) {
       this.logger.error({ err, importId }, 'could not record the end of a contact import')
     }
+    // Held until the end is recorded: a stalled loop's overdue sweep renews first.
+    this.leases.release('contact_imports', importId)
   }
 
   /**

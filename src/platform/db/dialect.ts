@@ -20,6 +20,11 @@ export interface Dialect {
   outboxAfter(txId: string, id: number): RawBuilder<boolean>
   /** Whether SELECT ... FOR UPDATE [SKIP LOCKED] exists; without it the store has one writer anyway. */
   readonly rowLocks: boolean
+  /**
+   * Tail of a SELECT that claims rows several nodes may race for: PostgreSQL locks them and
+   * passes over rows another transaction holds; SQLite has one writer, so nothing is needed.
+   */
+  forUpdateSkipLocked(): RawBuilder<unknown>
   /** Value to bind for a JSON column. */
   toJson(value: Record<string, unknown>): unknown
   /** A JSON column's value as read back. */
@@ -55,6 +60,7 @@ export const sqliteDialect: Dialect = {
   outboxVisible: () => sql<boolean>`1 = 1`,
   outboxAfter: (_txId, id) => sql<boolean>`id > ${id}`,
   rowLocks: false,
+  forUpdateSkipLocked: () => sql``,
   toJson: (value) => JSON.stringify(value),
   fromJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,
   // `->>` unquotes strings; `->` keeps a number's JSON text, which is how it was written.
@@ -96,6 +102,7 @@ export const postgresDialect: Dialect = {
   outboxVisible: () => sql<boolean>`tx_id < pg_snapshot_xmin(pg_current_snapshot())`,
   outboxAfter: (txId, id) => sql<boolean>`(tx_id, id) > (${txId}::xid8, ${id})`,
   rowLocks: true,
+  forUpdateSkipLocked: () => sql`for update skip locked`,
   toJson: (value) => JSON.stringify(value),
   fromJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,
   jsonMemberText: (column, key) => sql<string | null>`(${column} ->> ${key}::text)`,

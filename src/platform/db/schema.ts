@@ -117,6 +117,8 @@ export interface ContactImportsTable {
   created_at: string
   updated_at: string
   completed_at: string | null
+  lease_owner: string | null
+  lease_expires_at: string | null
 }
 
 export interface DB {

@@ -1,6 +1,7 @@
 import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely'
 import * as foundation from './2026-11-22-0001-foundation.js'
 import * as audience from './2026-11-22-0002-audience.js'
+import * as leases from './2026-11-23-0003-leases.js'
 
 export type MigrationDialect = 'sqlite' | 'postgres'
 
@@ -13,6 +14,7 @@ interface DialectMigration {
 const MIGRATIONS: Record<string, DialectMigration> = {
   '2026-11-22-0001-foundation': foundation,
   '2026-11-22-0002-audience': audience,
+  '2026-11-23-0003-leases': leases,
 }
 
 /** Brings the store to the newest schema; safe to run on every start and on many nodes at once. */

@@ -1,0 +1,164 @@
+import { sql, type Kysely, type Transaction } from 'kysely'
+import type { Logger } from 'pino'
+import type { Clock } from './clock.js'
+import type { Dialect } from './db/dialect.js'
+import type { DB } from './db/schema.js'
+
+/** Tables whose rows are background work claimed with a lease. */
+export type LeasedTable = {
+  [T in keyof DB]: DB[T] extends { id: string; lease_owner: string | null; lease_expires_at: string | null } ? T : never
+}[keyof DB]
+
+export interface LeasedWork {
+  table: LeasedTable
+  /**
+   * Settles rows whose holder is gone: their lease ran out, or (embedded mode, at start)
+   * an earlier run of this data folder held them. Runs in the sweeping transaction with
+   * the rows locked, so exactly one node settles each row. It must clear the lease
+   * (finish, fail, or free the row for a new claim); work is idempotent, so a row
+   * settled here and then finished by a holder that was only slow does no harm.
+   */
+  reclaim(trx: Transaction<DB>, ids: string[], at: Date): Promise<void>
+}
+
+export interface LeaseOptions {
+  /** This process: unique among the nodes sharing the store, new on every start. */
+  nodeId: string
+  /** How long a claim holds without renewal. */
+  ttlMs: number
+  /**
+   * Embedded mode: the data folder serves one process, so anything held by another owner
+   * was held by an earlier run that is gone, and is reclaimed at start, at once.
+   */
+  reclaimForeignAtStart: boolean
+}
+
+const SWEEP_BATCH = 100
+
+/**
+ * One lease mechanism for every background job. A node claims a row by writing its node
+ * id and an expiry, renews every claim it holds a few times per lease, and releases it
+ * when the work ends. A sweeper on every node hands rows with an expired lease to the
+ * work's reclaim; on PostgreSQL it locks them with SKIP LOCKED so nodes sweeping at
+ * once split the rows instead of settling one twice.
+ */
+export class Leases {
+  private readonly work = new Map<LeasedTable, LeasedWork>()
+  private readonly held = new Map<LeasedTable, Map<string, () => void>>()
+  private timer: NodeJS.Timeout | undefined
+  private ticking: Promise<void> | undefined
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly dialect: Dialect,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    readonly options: LeaseOptions,
+  ) {}
+
+  get nodeId(): string {
+    return this.options.nodeId
+  }
+
+  register(work: LeasedWork): void {
+    this.work.set(work.table, work)
+  }
+
+  /** Column values that claim a row for this node, for the INSERT or UPDATE that takes it. */
+  claim(): { lease_owner: string; lease_expires_at: string } {
+    return { lease_owner: this.options.nodeId, lease_expires_at: this.expiry() }
+  }
+
+  /** Column values that end a claim, for the UPDATE that finishes the work. */
+  static released(): { lease_owner: null; lease_expires_at: null } {
+    return { lease_owner: null, lease_expires_at: null }
+  }
+
+  /**
+   * Keeps renewing a claimed row until release(). `onLost` runs if a renewal finds the
+   * row no longer ours (another node reclaimed it after we failed to renew in time).
+   */
+  hold(table: LeasedTable, id: string, onLost: () => void = () => {}): void {
+    let rows = this.held.get(table)
+    if (!rows) this.held.set(table, (rows = new Map()))
+    rows.set(id, onLost)
+  }
+
+  release(table: LeasedTable, id: string): void {
+    this.held.get(table)?.delete(id)
+  }
+
+  async start(): Promise<void> {
+    if (this.options.reclaimForeignAtStart) {
+      for (const work of this.work.values()) await this.sweep(work, 'foreign')
+    }
+    // Renewing three times per lease leaves two renewals of slack before it can expire.
+    const every = Math.max(10, Math.floor(this.options.ttlMs / 3))
+    this.timer = setInterval(() => {
+      if (this.ticking) return
+      this.ticking = this.tick().finally(() => (this.ticking = undefined))
+    }, every)
+    this.timer.unref()
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer)
+    await this.ticking
+  }
+
+  /** Renews what this node holds, then reclaims what nobody does. */
+  async tick(): Promise<void> {
+    try {
+      await this.renew()
+      for (const work of this.work.values()) await this.sweep(work, 'expired')
+    } catch (err) {
+      this.logger.error({ err }, 'lease renewal or sweep failed; retrying on the next tick')
+    }
+  }
+
+  private expiry(): string {
+    return new Date(this.clock.now().getTime() + this.options.ttlMs).toISOString()
+  }
+
+  private async renew(): Promise<void> {
+    for (const [table, rows] of this.held) {
+      if (rows.size === 0) continue
+      const ids = [...rows.keys()]
+      const renewed = await sql<{ id: string }>`update ${sql.table(table)} set lease_expires_at = ${this.expiry()}
+        where lease_owner = ${this.options.nodeId} and id in (${sql.join(ids)}) returning id`.execute(this.db)
+      if (renewed.rows.length === ids.length) continue
+      const kept = new Set(renewed.rows.map((row) => row.id))
+      for (const id of ids) {
+        const onLost = rows.get(id)
+        if (kept.has(id) || !onLost) continue
+        rows.delete(id)
+        this.logger.warn({ table, id }, 'lease lost to another node; stopping the work')
+        onLost()
+      }
+    }
+  }
+
+  /** Settles rows with an expired lease, or held by another owner at an embedded start, a batch at a time. */
+  private async sweep(work: LeasedWork, which: 'expired' | 'foreign'): Promise<void> {
+    for (;;) {
+      const now = this.clock.now()
+      const settled = await this.db.transaction().execute(async (trx) => {
+        // What this node still holds it renews instead: a late renewal (a busy event
+        // loop) must not make a node reclaim its own live work.
+        const mine = [...(this.held.get(work.table)?.keys() ?? [])]
+        const notHeldHere = mine.length > 0 ? sql`and not (lease_owner = ${this.options.nodeId} and id in (${sql.join(mine)}))` : sql``
+        const condition =
+          which === 'expired'
+            ? sql`lease_expires_at < ${now.toISOString()} ${notHeldHere}`
+            : sql`lease_owner <> ${this.options.nodeId}`
+        const { rows } = await sql<{ id: string }>`select id from ${sql.table(work.table)}
+          where lease_owner is not null and ${condition}
+          order by lease_expires_at limit ${SWEEP_BATCH} ${this.dialect.forUpdateSkipLocked()}`.execute(trx)
+        if (rows.length > 0) await work.reclaim(trx, rows.map((row) => row.id), now)
+        return rows.length
+      })
+      if (settled > 0) this.logger.info({ table: work.table, rows: settled, which }, 'reclaimed background work whose holder is gone')
+      if (settled < SWEEP_BATCH) return
+    }
+  }
+}

@@ -1,0 +1,142 @@
+import type { Kysely, Transaction } from 'kysely'
+import { pino } from 'pino'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { ManualClock } from '../../src/platform/clock.js'
+import type { DB } from '../../src/platform/db/schema.js'
+import { Leases } from '../../src/platform/lease.js'
+import { newId } from '../../src/platform/ids.js'
+import { signUp } from '../support/fixtures.js'
+import { startServer, type TestServer } from '../support/harness.js'
+
+const TTL = 1000
+let server: TestServer
+let db: Kysely<DB>
+let accountId: string
+// Far ahead of the wall clock, so the server's own sweeper never finds these rows expired.
+let clock: ManualClock
+
+beforeAll(async () => {
+  server = await startServer()
+  db = server.app.platform.store.db
+  accountId = (await signUp(server)).accountId
+})
+afterAll(() => server.close())
+beforeEach(async () => {
+  clock = new ManualClock('2100-01-01T00:00:00.000Z')
+  await db.deleteFrom('contact_imports').execute()
+})
+
+/** A node: its own lease manager over the shared store, recording what it reclaims. */
+function node(name: string, reclaimForeignAtStart = false) {
+  const reclaimed: string[] = []
+  const leases = new Leases(db, server.app.platform.store.dialect, clock, pino({ level: 'silent' }), { nodeId: name, ttlMs: TTL, reclaimForeignAtStart })
+  leases.register({
+    table: 'contact_imports',
+    reclaim: async (trx: Transaction<DB>, ids: string[]) => {
+      reclaimed.push(...ids)
+      await trx.updateTable('contact_imports').set({ status: 'failed', ...Leases.released() }).where('id', 'in', ids).execute()
+    },
+  })
+  return { leases, reclaimed }
+}
+
+async function insertWork(leases: Leases, count = 1): Promise<string[]> {
+  const at = clock.now().toISOString()
+  const ids = Array.from({ length: count }, () => newId())
+  await db
+    .insertInto('contact_imports')
+    .values(ids.map((id) => ({ id, account_id: accountId, contact_list_id: null, status: 'processing' as const, failure: null, created_at: at, updated_at: at, completed_at: null, ...leases.claim() })))
+    .execute()
+  return ids
+}
+
+function leaseOf(id: string) {
+  return db.selectFrom('contact_imports').select(['status', 'lease_owner', 'lease_expires_at']).where('id', '=', id).executeTakeFirstOrThrow()
+}
+
+describe('leases', () => {
+  it('a claim its holder keeps renewing is never reclaimed, however long the work runs', async () => {
+    const a = node('node-a')
+    const b = node('node-b')
+    const [id] = await insertWork(a.leases)
+    a.leases.hold('contact_imports', id!)
+    for (let i = 0; i < 10; i++) {
+      clock.advance(TTL / 2)
+      await a.leases.tick()
+      await b.leases.tick()
+    }
+    expect(b.reclaimed).toEqual([])
+    expect(await leaseOf(id!)).toMatchObject({ status: 'processing', lease_owner: 'node-a' })
+  })
+
+  it('a claim whose holder stopped renewing is reclaimed by another node once it expires, exactly once, and the holder learns it lost it', async () => {
+    const a = node('node-a')
+    const b = node('node-b')
+    const c = node('node-c')
+    const [id] = await insertWork(a.leases)
+    let lost = 0
+    a.leases.hold('contact_imports', id!, () => lost++)
+
+    clock.advance(TTL - 1)
+    await b.leases.tick()
+    expect(b.reclaimed).toEqual([])
+
+    clock.advance(2)
+    await b.leases.tick()
+    await c.leases.tick()
+    expect(b.reclaimed).toEqual([id])
+    expect(c.reclaimed).toEqual([])
+    expect(await leaseOf(id!)).toEqual({ status: 'failed', lease_owner: null, lease_expires_at: null })
+
+    // The old holder comes back: its renewal finds the row no longer its own.
+    await a.leases.tick()
+    expect(lost).toBe(1)
+    await a.leases.tick()
+    expect(lost).toBe(1)
+  })
+
+  it('a node does not reclaim its own held work even when a renewal came late', async () => {
+    const a = node('node-a')
+    const [id] = await insertWork(a.leases)
+    a.leases.hold('contact_imports', id!)
+    clock.advance(TTL * 5)
+    await a.leases.tick()
+    expect(a.reclaimed).toEqual([])
+    expect((await leaseOf(id!)).lease_expires_at).toBe(new Date(clock.now().getTime() + TTL).toISOString())
+  })
+
+  it('released work is no longer renewed, and is reclaimed once expired if nobody finished it', async () => {
+    const a = node('node-a')
+    const [id] = await insertWork(a.leases)
+    a.leases.hold('contact_imports', id!)
+    a.leases.release('contact_imports', id!)
+    clock.advance(TTL + 1)
+    await a.leases.tick()
+    expect(a.reclaimed).toEqual([id])
+  })
+
+  it('embedded mode: work an earlier run held is reclaimed at start, at once, and its own is left alone', async () => {
+    const earlier = node('earlier-run')
+    const [old] = await insertWork(earlier.leases)
+    const restarted = node('this-run', true)
+    const [own] = await insertWork(restarted.leases)
+    await restarted.leases.start()
+    try {
+      expect(restarted.reclaimed).toEqual([old])
+      expect((await leaseOf(own!)).lease_owner).toBe('this-run')
+    } finally {
+      await restarted.leases.stop()
+    }
+  })
+
+  it('reclaims many expired rows in batches, each exactly once, with nodes sweeping at the same time', async () => {
+    const dead = node('dead-node')
+    const ids = await insertWork(dead.leases, 250)
+    clock.advance(TTL + 1)
+    const sweepers = [node('sweeper-1'), node('sweeper-2'), node('sweeper-3')]
+    await Promise.all(sweepers.map((s) => s.leases.tick()))
+    const all = sweepers.flatMap((s) => s.reclaimed)
+    expect(all.sort()).toEqual([...ids].sort())
+    expect(new Set(all).size).toBe(250)
+  })
+})
