@@ -7,6 +7,7 @@ import type { Config } from './platform/config.js'
 import { openStore, type Store } from './platform/db/connect.js'
 import { migrateToLatest } from './platform/db/migrations/index.js'
 import { installAuth } from './platform/http/auth.js'
+import { answerClientError, installClientErrors } from './platform/http/client-errors.js'
 import { installDraining } from './platform/http/draining.js'
 import { installErrorHandling, sendProblem } from './platform/http/error-handler.js'
 import { installHealth } from './platform/http/health.js'
@@ -20,6 +21,8 @@ import { OutboxRelay } from './platform/outbox/relay.js'
 import { accountsRoutes, createSessionSigner } from './modules/accounts/index.js'
 import { audienceRoutes, ContactImporter, SegmentCountCache } from './modules/audience/index.js'
 import { KeyUsageRecorder, keysRoutes, verifyApiKey } from './modules/keys/index.js'
+import { Messaging } from './modules/messaging/index.js'
+import { CombinedDemand } from './platform/outbox/demand.js'
 
 /** What the composition root built, for main.ts and tests. */
 export interface Platform {
@@ -63,7 +66,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   })
   const usage = new KeyUsageRecorder(store.db, logger.child({ component: 'key-usage' }), config.keyUsageFlushMs)
   const sessions = createSessionSigner(config.jwtSecret, clock)
-  const keysDeps = { db: store.db, clock, usage }
+  const keysDeps = { db: store.db, dialect: store.dialect, clock, usage }
   const audienceDeps = { db: store.db, dialect: store.dialect, clock, readLong: store.readLong }
   const segmentCounts = new SegmentCountCache(audienceDeps, logger.child({ component: 'segment-counts' }), {
     settleMs: config.segmentCountSettleMs,
@@ -81,6 +84,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     { maxBytes: config.importMaxBytes, batchSize: 2000, parserThreads: config.importParserThreads },
     leases,
   )
+  // Consumers that read per-recipient events (webhooks) add their demand here.
+  const eventDemand = new CombinedDemand()
+  const messaging = new Messaging(store, clock, leases, eventDemand, logger.child({ component: 'messaging' }), {
+    carrier: config.carrier,
+    simulatorDeliveryDelayMs: config.simulatorDeliveryDelayMs,
+    ...(config.smppUrl ? { smpp: { url: config.smppUrl, window: config.smppWindow, maxPerSecond: config.smppMaxPerSecond } } : {}),
+    dispatchBatchSize: config.dispatchBatchSize,
+  })
   const accountsDeps = { db: store.db, clock, sessions, allowSignup: config.allowSignup, signupCredits: config.signupCredits }
 
   const app = Fastify({
@@ -93,6 +104,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     frameworkErrors: (_error, request, reply) => {
       sendProblem(reply, new NotFound('resource'), request.url.split('?')[0])
     },
+    // What Node refuses before there is a request (431, a malformed request line) is problem+json too.
+    clientErrorHandler: answerClientError,
+    // installClientErrors refuses a missing Host itself, as problem+json rather than Node's empty 400.
+    http: { requireHostHeader: false },
   }).withTypeProvider<TypeBoxTypeProvider>()
   app.decorate('platform', { config, store, relay, segmentCounts, leases, clock, logger })
 
@@ -100,6 +115,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.removeContentTypeParser('text/plain')
   installValidation(app)
   installErrorHandling(app)
+  installClientErrors(app)
   installDraining(app)
   installAuth(app, {
     verifyApiKey: (rawKey) => verifyApiKey(keysDeps, rawKey),
@@ -120,18 +136,21 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   })
   await app.register(keysRoutes, { deps: keysDeps })
   await app.register(audienceRoutes, { deps: audienceDeps, importer })
+  await messaging.register(app)
 
   app.addHook('onReady', async () => {
     relay.start()
     usage.start()
     segmentCounts.start()
     await importer.start()
+    await messaging.start()
     // After every kind of leased work is registered: the first sweep settles what an
     // earlier run left behind.
     await leases.start()
   })
   app.addHook('onClose', async () => {
     await importer.stop()
+    await messaging.stop()
     await leases.stop()
     await relay.stop()
     await usage.stop()

@@ -39,6 +39,16 @@ export interface Config {
   nodeId: string
   /** How long a claim on background work holds without renewal (see platform/lease.ts). */
   leaseTtlMs: number
+  /** Where SMS go: the simulator, or an SMSC over SMPP 3.4. Playground keys always use the sandbox. */
+  carrier: 'simulator' | 'smpp'
+  simulatorDeliveryDelayMs: number
+  /** smpp://system_id:password@host:port */
+  smppUrl: string | undefined
+  /** Submits awaiting their answer at once. */
+  smppWindow: number
+  smppMaxPerSecond: number
+  /** Recipients the dispatcher claims and records at once. */
+  dispatchBatchSize: number
 }
 
 export class ConfigError extends Error {
@@ -103,8 +113,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // never mistakes its earlier run's claims for its own.
     nodeId: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
     leaseTtlMs: read.integer('LEASE_TTL_MS', 15_000, 300, 600_000),
+    carrier: read.oneOf('CARRIER', 'simulator', ['simulator', 'smpp'] as const),
+    simulatorDeliveryDelayMs: read.integer('SIMULATOR_DELIVERY_DELAY_MS', 500, 0, 3_600_000),
+    smppUrl: read.optional('SMPP_URL'),
+    smppWindow: read.integer('SMPP_WINDOW', 10, 1, 1000),
+    smppMaxPerSecond: read.integer('SMPP_MAX_PER_SECOND', 100, 1, 100_000),
+    dispatchBatchSize: read.integer('DISPATCH_BATCH_SIZE', 500, 1, 5000),
   } satisfies Config
 
+  if (config.carrier === 'smpp' && (config.smppUrl === undefined || !/^smpp:\/\/[^:@/]+:[^@/]*@[^:/]+(:\d+)?\/?$/.test(config.smppUrl))) {
+    problems.push('CARRIER=smpp needs SMPP_URL=smpp://system_id:password@host:port')
+  }
   if (problems.length > 0) throw new ConfigError(problems)
   if (config.jwtSecret === '') config.jwtSecret = loadOrCreateSecret(dataDir, database)
   return Object.freeze(config)

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely'
+import { sql, type Generated, type Kysely, type Transaction } from 'kysely'
 import type { Logger } from 'pino'
 import type { Clock } from './clock.js'
 import type { Dialect } from './db/dialect.js'
@@ -6,8 +6,11 @@ import type { DB } from './db/schema.js'
 
 /** Tables whose rows are background work claimed with a lease. */
 export type LeasedTable = {
-  [T in keyof DB]: DB[T] extends { id: string; lease_owner: string | null; lease_expires_at: string | null } ? T : never
+  [T in keyof DB]: DB[T] extends { id: string | Generated<number>; lease_owner: string | null; lease_expires_at: string | null } ? T : never
 }[keyof DB]
+
+/** Row ids: text UUIDs, or store-generated integers for high-volume rows. */
+export type LeasedId = string | number
 
 export interface LeasedWork {
   table: LeasedTable
@@ -18,7 +21,7 @@ export interface LeasedWork {
    * (finish, fail, or free the row for a new claim); work is idempotent, so a row
    * settled here and then finished by a holder that was only slow does no harm.
    */
-  reclaim(trx: Transaction<DB>, ids: string[], at: Date): Promise<void>
+  reclaim(trx: Transaction<DB>, ids: LeasedId[], at: Date): Promise<void>
 }
 
 export interface LeaseOptions {
@@ -33,7 +36,7 @@ export interface LeaseOptions {
   reclaimForeignAtStart: boolean
 }
 
-const SWEEP_BATCH = 100
+const SWEEP_BATCH = 1000
 
 /**
  * One lease mechanism for every background job. A node claims a row by writing its node
@@ -44,7 +47,7 @@ const SWEEP_BATCH = 100
  */
 export class Leases {
   private readonly work = new Map<LeasedTable, LeasedWork>()
-  private readonly held = new Map<LeasedTable, Map<string, () => void>>()
+  private readonly held = new Map<LeasedTable, Map<LeasedId, () => void>>()
   private timer: NodeJS.Timeout | undefined
   private ticking: Promise<void> | undefined
 
@@ -78,13 +81,13 @@ export class Leases {
    * Keeps renewing a claimed row until release(). `onLost` runs if a renewal finds the
    * row no longer ours (another node reclaimed it after we failed to renew in time).
    */
-  hold(table: LeasedTable, id: string, onLost: () => void = () => {}): void {
+  hold(table: LeasedTable, id: LeasedId, onLost: () => void = () => {}): void {
     let rows = this.held.get(table)
     if (!rows) this.held.set(table, (rows = new Map()))
     rows.set(id, onLost)
   }
 
-  release(table: LeasedTable, id: string): void {
+  release(table: LeasedTable, id: LeasedId): void {
     this.held.get(table)?.delete(id)
   }
 
@@ -124,7 +127,7 @@ export class Leases {
     for (const [table, rows] of this.held) {
       if (rows.size === 0) continue
       const ids = [...rows.keys()]
-      const renewed = await sql<{ id: string }>`update ${sql.table(table)} set lease_expires_at = ${this.expiry()}
+      const renewed = await sql<{ id: LeasedId }>`update ${sql.table(table)} set lease_expires_at = ${this.expiry()}
         where lease_owner = ${this.options.nodeId} and id in (${sql.join(ids)}) returning id`.execute(this.db)
       if (renewed.rows.length === ids.length) continue
       const kept = new Set(renewed.rows.map((row) => row.id))
@@ -151,7 +154,7 @@ export class Leases {
           which === 'expired'
             ? sql`lease_expires_at < ${now.toISOString()} ${notHeldHere}`
             : sql`lease_owner <> ${this.options.nodeId}`
-        const { rows } = await sql<{ id: string }>`select id from ${sql.table(work.table)}
+        const { rows } = await sql<{ id: LeasedId }>`select id from ${sql.table(work.table)}
           where lease_owner is not null and ${condition}
           order by lease_expires_at limit ${SWEEP_BATCH} ${this.dialect.forUpdateSkipLocked()}`.execute(trx)
         if (rows.length > 0) await work.reclaim(trx, rows.map((row) => row.id), now)

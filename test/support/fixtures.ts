@@ -79,3 +79,13 @@ export function expectWholeProblem(response: { status: number; headers: Headers;
     )
   }
 }
+
+/** The operator token servers get in tests that top up credits (config adminToken). */
+export const TEST_ADMIN_TOKEN = 'admin-token-0123456789'
+
+/** Adds credits through the operator endpoint; the server must run with TEST_ADMIN_TOKEN. */
+export async function topUp(server: ApiClient, accountId: string, amount: number): Promise<number> {
+  const response = await server.post(`/v1/admin/accounts/${accountId}/credits`, { token: TEST_ADMIN_TOKEN, body: { amount } })
+  expect(response.status).toBe(200)
+  return response.body.balance as number
+}

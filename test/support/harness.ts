@@ -33,6 +33,12 @@ export function testConfig(database: DatabaseConfig, overrides: Partial<Config> 
     importParserThreads: 2,
     nodeId: `test-node-${Math.random().toString(36).slice(2, 10)}`,
     leaseTtlMs: 15_000,
+    carrier: 'simulator',
+    simulatorDeliveryDelayMs: 50,
+    smppUrl: undefined,
+    smppWindow: 10,
+    smppMaxPerSecond: 1000,
+    dispatchBatchSize: 500,
     ...overrides,
   }
 }

@@ -3,3 +3,5 @@ export { accountsRoutes } from './routes.js'
 /** Builds the signer that issues and verifies dashboard session JWTs. */
 export { createSessionSigner, type SessionSigner } from './sessions.js'
 export type { AccountsDeps } from './service.js'
+/** Debits and refunds of the credit balance, in the caller's transaction (LowBalance included). */
+export { debit, refund } from './credits.js'

@@ -55,7 +55,7 @@ export class ContactImporter {
   async start(): Promise<void> {
     this.leases.register({
       table: 'contact_imports',
-      reclaim: (trx, ids, at) => importQueries.failInterruptedImports(trx, ids, at.toISOString(), INTERRUPTED),
+      reclaim: (trx, ids, at) => importQueries.failInterruptedImports(trx, ids.map(String), at.toISOString(), INTERRUPTED),
     })
   }
 

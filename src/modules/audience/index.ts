@@ -8,3 +8,7 @@ export { SegmentCountCache, DEFAULT_COUNT_CACHE, type CountCacheOptions } from '
 /** Compiles a segment's rules to one SQL predicate over `contacts` (for broadcasts: INSERT … SELECT). */
 export { compileRuleSet } from './segment-sql.js'
 export { parseRules, type Rule, type RuleSet } from './rules.js'
+/** A broadcast's audience (a contact list or a segment) as one SQL predicate over `contacts`; 404 for a missing or foreign one. */
+export { compileAudience } from './segments.js'
+/** Opt-out by phone number, for sends (skip) and inbound STOP/START (record). */
+export { optedOutAmong, setOptedOut } from './opt-out.js'

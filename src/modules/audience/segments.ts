@@ -1,3 +1,6 @@
+import type { Kysely, RawBuilder, Transaction } from 'kysely'
+import type { Dialect } from '../../platform/db/dialect.js'
+import type { DB } from '../../platform/db/schema.js'
 import { offsetOf, toPage, type Page, type PageRequest } from '../../platform/http/pagination.js'
 import { newId } from '../../platform/ids.js'
 import { NotFound, ValidationFailed } from '../../platform/problems.js'
@@ -32,6 +35,27 @@ async function checkRuleSet(deps: AudienceDeps, accountId: string, operator: Rul
 
 function ruleSetOf(row: { rules_operator: RulesOperator; rules: string }): RuleSet {
   return { operator: row.rules_operator, rules: parseRules(row.rules) }
+}
+
+/**
+ * Who a broadcast to a list or a segment reaches, as one SQL predicate over `contacts`
+ * (opted-out contacts are the caller's to leave out, as with compileRuleSet). Reads
+ * through `db`, so a send can evaluate it inside its own transaction. A missing or
+ * foreign list or segment is 404.
+ */
+export async function compileAudience(
+  db: Kysely<DB> | Transaction<DB>,
+  dialect: Dialect,
+  accountId: string,
+  target: { contactListId: string } | { segmentId: string },
+): Promise<RawBuilder<boolean>> {
+  if ('contactListId' in target) {
+    if (!(await queries.findList(db, accountId, target.contactListId))) throw new NotFound('contact list', target.contactListId)
+    return compileRuleSet(dialect, { operator: 'AND', rules: [{ field: 'contactListId', operator: 'equals', value: target.contactListId }] })
+  }
+  const row = await segmentQueries.findSegment(db, accountId, target.segmentId)
+  if (!row) throw new NotFound('segment', target.segmentId)
+  return compileRuleSet(dialect, ruleSetOf(row))
 }
 
 /** Live recipient count of saved rules: what a broadcast would send to now. */

@@ -41,6 +41,25 @@ describe('POST /v1/keys', () => {
     expect(response.body.errors.map((e: any) => e.field).sort()).toEqual(['name', 'permission'])
   })
 
+  it('refuses a JSON null body with 422, unlike no body at all, and creates nothing', async () => {
+    const account = await signUp(server)
+    const response = await server.post('/v1/keys', { token: account.session, rawBody: 'null' })
+    expectProblem(response, 422, 'validation')
+    expect(response.body.errors).toEqual([{ field: 'body', message: 'must be object' }])
+    expect((await server.get('/v1/keys', { token: account.session })).body.totalCount).toBe(0)
+  })
+
+  it('refuses a name holding a lone surrogate with 422, as the stores would keep U+FFFD instead', async () => {
+    const account = await signUp(server)
+    const response = await server.post('/v1/keys', { token: account.session, rawBody: '{"name":"key \\ud800"}' })
+    expectProblem(response, 422, 'validation')
+    expect(response.body.errors).toEqual([{ field: 'name', message: 'must be well-formed Unicode (it holds a lone surrogate)' }])
+    expect((await server.get('/v1/keys', { token: account.session })).body.totalCount).toBe(0)
+    // A surrogate pair (an emoji) is well-formed and kept as sent.
+    expect((await server.post('/v1/keys', { token: account.session, rawBody: '{"name":"key \\ud83d\\ude00"}' })).status).toBe(201)
+    expect((await server.get('/v1/keys', { token: account.session })).body.items[0].name).toBe('key 😀')
+  })
+
   it('refuses an API key with 403, even a Full one', async () => {
     const key = await createKey(server, alice, 'Full')
     expectProblem(await server.post('/v1/keys', { token: key, body: {} }), 403, 'forbidden')

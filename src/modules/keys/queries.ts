@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely'
+import type { Dialect } from '../../platform/db/dialect.js'
 import type { ApiKeysTable, DB } from '../../platform/db/schema.js'
 
 type Handle = Kysely<DB> | Transaction<DB>
@@ -14,6 +15,19 @@ export function findActiveKeyByHash(db: Handle, keyHash: string) {
     .where('key_hash', '=', keyHash)
     .where('revoked_at', 'is', null)
     .executeTakeFirst()
+}
+
+/**
+ * Holds the account row's lock until the transaction ends, so that transactions taking
+ * it for one account run one after another. Without row locks there is nothing to take:
+ * SQLite runs one transaction at a time on its one connection, which serialises as well.
+ * NO KEY UPDATE is FOR UPDATE minus blocking foreign-key checks: rows inserted elsewhere
+ * for the account (contacts, events) do not wait for it. The accounts module owns the
+ * row; this only reads it.
+ */
+export async function lockAccount(trx: Transaction<DB>, dialect: Dialect, accountId: string): Promise<void> {
+  if (!dialect.rowLocks) return
+  await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forNoKeyUpdate().executeTakeFirst()
 }
 
 export async function countActiveKeys(db: Handle, accountId: string): Promise<number> {

@@ -16,9 +16,10 @@ export const keysRoutes: FastifyPluginAsyncTypebox<{ deps: KeysDeps }> = async (
       response: { 201: RawKey, ...problemResponses(400, 401, 403, 409, 413, 415, 422, 429) },
     },
     config: { auth: AUTH.session },
-    // Every field is optional, so no body at all means the defaults.
+    // Every field is optional, so no body at all means the defaults. A JSON null is a
+    // body, and not an object: it is refused like any other.
     preValidation: async (request) => {
-      if (request.body === undefined || request.body === null) request.body = {}
+      if (request.body === undefined) request.body = {}
     },
   }, async (request, reply) => {
     const rawKey = await createKey(deps, accountIdOf(request), request.body)

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../platform/clock.js'
+import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import { offsetOf, toPage, type Page, type PageRequest } from '../../platform/http/pagination.js'
 import type { Permission, Principal } from '../../platform/http/principal.js'
@@ -12,6 +13,7 @@ import type { KeyUsageRecorder } from './usage.js'
 
 export interface KeysDeps {
   db: Kysely<DB>
+  dialect: Dialect
   clock: Clock
   usage: KeyUsageRecorder
 }
@@ -22,19 +24,25 @@ export const MAX_ACTIVE_KEYS = 200
 export async function createKey(deps: KeysDeps, accountId: string, input: CreateKeyBody): Promise<string> {
   const permission: Permission = input.permission ?? 'Full'
   const rawKey = generateKey(permission)
-  if ((await queries.countActiveKeys(deps.db, accountId)) >= MAX_ACTIVE_KEYS) {
-    throw new Conflict(`An account may hold at most ${MAX_ACTIVE_KEYS} active keys; revoke one first`)
-  }
-  await queries.insertKey(deps.db, {
-    id: newId(),
-    account_id: accountId,
-    name: input.name?.trim() || null,
-    prefix: rawKey.slice(0, PREFIX_LENGTH),
-    key_hash: hashKey(rawKey),
-    permission,
-    created_at: deps.clock.now().toISOString(),
-    last_used_at: null,
-    revoked_at: null,
+  await deps.db.transaction().execute(async (trx) => {
+    // Counted and inserted in one transaction that holds the account's lock, so creations
+    // for one account take turns and each count sees the keys of those before it:
+    // otherwise two concurrent creations at 199 keys would both count 199 and insert.
+    await queries.lockAccount(trx, deps.dialect, accountId)
+    if ((await queries.countActiveKeys(trx, accountId)) >= MAX_ACTIVE_KEYS) {
+      throw new Conflict(`An account may hold at most ${MAX_ACTIVE_KEYS} active keys; revoke one first`)
+    }
+    await queries.insertKey(trx, {
+      id: newId(),
+      account_id: accountId,
+      name: input.name?.trim() || null,
+      prefix: rawKey.slice(0, PREFIX_LENGTH),
+      key_hash: hashKey(rawKey),
+      permission,
+      created_at: deps.clock.now().toISOString(),
+      last_used_at: null,
+      revoked_at: null,
+    })
   })
   return rawKey
 }

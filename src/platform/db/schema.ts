@@ -121,7 +121,105 @@ export interface ContactImportsTable {
   lease_expires_at: string | null
 }
 
+export interface MessagesTable {
+  id: string
+  account_id: string
+  kind: 'api' | 'broadcast' | 'reply'
+  broadcast_id: string | null
+  content: string
+  sender_id: string
+  encoding: 'GSM-7' | 'UCS-2'
+  segments: number
+  sandbox: number
+  recipients: number
+  credits_used: number
+  sent_count: Generated<number>
+  delivered_count: Generated<number>
+  failed_count: Generated<number>
+  scheduled_at: string | null
+  created_at: string
+}
+
+export type RecipientStatus = 'queued' | 'sent' | 'delivered' | 'failed'
+
+export interface MessageRecipientsTable {
+  id: Generated<number>
+  message_id: string
+  account_id: string
+  phone_number: string
+  status: RecipientStatus
+  due_at: string
+  parts_delivered: Generated<number>
+  carrier_message_id: string | null
+  sent_at: string | null
+  delivered_at: string | null
+  failed_at: string | null
+  error: string | null
+  lease_owner: string | null
+  lease_expires_at: string | null
+}
+
+export interface CarrierPartsTable {
+  carrier: string
+  carrier_message_id: string
+  recipient_id: number
+  sequence: number
+  status: 'sent' | 'delivered' | 'failed'
+}
+
+export interface SimulatorMessagesTable {
+  part_id: string
+  carrier: 'simulator' | 'sandbox'
+  carrier_message_id: string
+  to_number: string
+  outcome: 'delivered' | 'failed'
+  report_at: string
+  reported: Generated<number>
+  submissions: Generated<number>
+  accepted_at: string
+}
+
+export interface IdempotencyKeysTable {
+  account_id: string
+  key: string
+  request_hash: string
+  response_status: number | null
+  response_body: string | null
+  created_at: string
+  expires_at: string
+}
+
+export type BroadcastStatus = 'draft' | 'scheduled' | 'sending' | 'completed'
+
+export interface BroadcastsTable {
+  id: string
+  account_id: string
+  name: string
+  message: string
+  sender_id: string
+  contact_list_id: string | null
+  segment_id: string | null
+  status: BroadcastStatus
+  message_id: string | null
+  sandbox: Generated<number>
+  scheduled_at: string | null
+  created_at: string
+  updated_at: string
+  sent_at: string | null
+  completed_at: string | null
+  /** Why the last scheduled start failed and the broadcast went back to draft; null otherwise. */
+  failure: string | null
+  lease_owner: string | null
+  lease_expires_at: string | null
+}
+
 export interface DB {
+  messages: MessagesTable
+  message_recipients: MessageRecipientsTable
+  carrier_parts: CarrierPartsTable
+  simulator_messages: SimulatorMessagesTable
+  idempotency_keys: IdempotencyKeysTable
+  broadcasts: BroadcastsTable
   contacts: ContactsTable
   contact_lists: ContactListsTable
   contact_list_members: ContactListMembersTable

@@ -74,7 +74,8 @@ function fieldErrors(issues: AjvIssue[], context: string): FieldError[] {
   return errors
 }
 
-export function sendProblem(reply: FastifyReply, problem: Problem, instance?: string): FastifyReply {
+/** The RFC 9457 body of a problem; `instance` is the request path when there is one. */
+export function problemBody(problem: Problem, instance?: string): Record<string, unknown> {
   const body: Record<string, unknown> = {
     type: PROBLEM_TYPE_BASE + problem.slug,
     title: problem.title,
@@ -83,10 +84,17 @@ export function sendProblem(reply: FastifyReply, problem: Problem, instance?: st
   }
   if (instance) body.instance = instance
   if (problem.errors) body.errors = problem.errors
+  return body
+}
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8'
+
+export function sendProblem(reply: FastifyReply, problem: Problem, instance?: string): FastifyReply {
+  const body = problemBody(problem, instance)
   return reply
     .code(problem.status)
     .headers(problem.headers)
-    .type('application/problem+json; charset=utf-8')
+    .type(PROBLEM_CONTENT_TYPE)
     .serializer(JSON.stringify)
     .send(body)
 }

@@ -26,31 +26,47 @@ export function installValidation(app: FastifyInstance): void {
   })
 
   // PostgreSQL text cannot hold U+0000: a NUL would reach the store as an error (500)
-  // there, and be stored as-is on SQLite. Refused up front on both stores instead: in a
-  // path id as the miss it is (404), in a query or body as a 422 naming the field.
+  // there, and be stored as-is on SQLite. A lone surrogate (JSON allows "\ud800") has no
+  // UTF-8 form: both stores would silently keep U+FFFD instead, so what is read back is
+  // not what was sent. Both are refused up front on both stores: in a path id as the miss
+  // it is (404), in a query or body as a 422 naming the field.
   app.addHook('preValidation', async (request) => {
-    if (findNul(request.params) !== undefined) throw new NotFound('resource')
+    if (findUnstorable(request.params) !== undefined) throw new NotFound('resource')
     for (const [part, value] of [['query', request.query], ['body', request.body]] as const) {
-      const field = findNul(value)
-      if (field !== undefined) throw ValidationFailed.field(field || part, 'must not contain the NUL character')
+      const found = findUnstorable(value)
+      if (found !== undefined) throw ValidationFailed.field(found.path || part, found.message)
     }
   })
 }
 
-/** The path of the first string (or property name) holding U+0000, '' for the root; undefined if none. */
-function findNul(root: unknown): string | undefined {
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** What is wrong with text for the stores, or undefined if nothing. */
+function unstorable(text: string): string | undefined {
+  if (text.includes('\u0000')) return 'must not contain the NUL character'
+  if (LONE_SURROGATE.test(text)) return 'must be well-formed Unicode (it holds a lone surrogate)'
+  return undefined
+}
+
+/**
+ * The first string (or property name) the stores cannot keep as sent, with its path
+ * ('' for the root) and what is wrong with it; undefined if none.
+ */
+function findUnstorable(root: unknown): { path: string; message: string } | undefined {
   // Iterative: a body may nest arrays deeper than the call stack allows.
   const pending: { value: unknown; path: string }[] = [{ value: root, path: '' }]
   while (pending.length > 0) {
     const { value, path } = pending.pop()!
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) return path
+      const message = unstorable(value)
+      if (message !== undefined) return { path, message }
     } else if (Array.isArray(value)) {
       value.forEach((item, index) => pending.push({ value: item, path: `${path}[${index}]` }))
     } else if (isPlainObject(value)) {
       for (const [name, item] of Object.entries(value)) {
         const itemPath = path ? `${path}.${name}` : name
-        if (name.includes('\u0000')) return itemPath
+        const message = unstorable(name)
+        if (message !== undefined) return { path: itemPath, message }
         pending.push({ value: item, path: itemPath })
       }
     }

@@ -2,6 +2,8 @@ import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'k
 import * as foundation from './2026-11-22-0001-foundation.js'
 import * as audience from './2026-11-22-0002-audience.js'
 import * as leases from './2026-11-23-0003-leases.js'
+import * as messaging from './2026-11-23-0004-messaging.js'
+import * as broadcastFailure from './2026-11-23-0005-broadcast-failure.js'
 
 export type MigrationDialect = 'sqlite' | 'postgres'
 
@@ -15,6 +17,8 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '2026-11-22-0001-foundation': foundation,
   '2026-11-22-0002-audience': audience,
   '2026-11-23-0003-leases': leases,
+  '2026-11-23-0004-messaging': messaging,
+  '2026-11-23-0005-broadcast-failure': broadcastFailure,
 }
 
 /** Brings the store to the newest schema; safe to run on every start and on many nodes at once. */

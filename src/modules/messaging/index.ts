@@ -1,0 +1,2 @@
+/** Messaging: SMS sending, pricing, carriers, the dispatcher, receipts, inbound and opt-out, broadcasts. */
+export { Messaging, type MessagingOptions } from './messaging.js'

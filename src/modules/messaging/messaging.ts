@@ -1,0 +1,116 @@
+import type { FastifyInstance } from 'fastify'
+import type { Compilable, Kysely } from 'kysely'
+import type { Logger } from 'pino'
+import type { Clock } from '../../platform/clock.js'
+import type { Dialect } from '../../platform/db/dialect.js'
+import type { DB } from '../../platform/db/schema.js'
+import type { Leases } from '../../platform/lease.js'
+import type { EventDemand } from '../../platform/outbox/demand.js'
+import { broadcastRoutes } from './broadcast-routes.js'
+import { BroadcastScheduler, DEFAULT_BROADCAST_SCHEDULER, type BroadcastSchedulerOptions } from './broadcast-scheduler.js'
+import type { Carrier } from './carriers/carrier.js'
+import { SimulatorCarrier } from './carriers/simulator.js'
+import { SmppCarrier } from './carriers/smpp.js'
+import type { MessagingDeps } from './deps.js'
+import { Dispatcher } from './dispatcher.js'
+import { purgeExpired } from './idempotency.js'
+import { receiveInbound } from './inbound.js'
+import { ReceiptRecorder } from './receipts.js'
+import { smsRoutes } from './routes.js'
+
+export interface MessagingOptions {
+  carrier: 'simulator' | 'smpp'
+  simulatorDeliveryDelayMs: number
+  smpp?: { url: string; window: number; maxPerSecond: number }
+  dispatchBatchSize: number
+  scheduler?: BroadcastSchedulerOptions
+}
+
+export interface MessagingStore {
+  db: Kysely<DB>
+  dialect: Dialect
+  readLong<T>(query: Compilable<T>): Promise<T[]>
+}
+
+const PURGE_EVERY_MS = 3_600_000
+
+/**
+ * The messaging module put together: carriers, the dispatcher, receipts, inbound and the
+ * broadcast scheduler, over one set of dependencies. app.ts builds one and starts it.
+ */
+export class Messaging {
+  readonly deps: MessagingDeps & { demand: EventDemand }
+  private readonly live: Carrier
+  private readonly sandbox: SimulatorCarrier
+  private readonly receipts: ReceiptRecorder
+  private readonly dispatcher: Dispatcher
+  private readonly scheduler: BroadcastScheduler
+  private purgeTimer: NodeJS.Timeout | undefined
+
+  constructor(
+    store: MessagingStore,
+    clock: Clock,
+    leases: Leases,
+    demand: EventDemand,
+    private readonly logger: Logger,
+    private readonly options: MessagingOptions,
+  ) {
+    this.deps = { db: store.db, dialect: store.dialect, readLong: store.readLong, clock, demand, queued: () => this.dispatcher.wake() }
+    const simulator = (name: 'simulator' | 'sandbox') =>
+      new SimulatorCarrier(name, store.db, clock, logger.child({ carrier: name }), {
+        deliveryDelayMs: options.simulatorDeliveryDelayMs,
+        pollMs: Math.max(10, Math.min(200, Math.floor(options.simulatorDeliveryDelayMs / 2))),
+      })
+    this.sandbox = simulator('sandbox')
+    this.live =
+      options.carrier === 'smpp' && options.smpp
+        ? new SmppCarrier({ ...options.smpp, logger: logger.child({ component: 'smpp' }), clock })
+        : simulator('simulator')
+    this.receipts = new ReceiptRecorder(store.db, demand, clock, logger.child({ component: 'receipts' }), { batchDelayMs: 5 })
+    // A slow carrier gets smaller batches, so a claim is never held long.
+    const batchSize = Math.min(options.dispatchBatchSize, Math.max(20, this.live.window * 20))
+    this.dispatcher = new Dispatcher(this.deps, { live: this.live, sandbox: this.sandbox }, this.receipts, leases, logger.child({ component: 'dispatcher' }), {
+      batchSize,
+      idlePollMs: 250,
+    })
+    this.scheduler = new BroadcastScheduler(this.deps, logger.child({ component: 'broadcast-scheduler' }), leases, options.scheduler ?? DEFAULT_BROADCAST_SCHEDULER)
+  }
+
+  get simulatorActive(): boolean {
+    return this.live.name === 'simulator'
+  }
+
+  async register(app: FastifyInstance): Promise<void> {
+    await app.register(smsRoutes, { deps: this.deps, simulatorActive: this.simulatorActive })
+    await app.register(broadcastRoutes, { deps: this.deps })
+  }
+
+  /** Registers leased work and starts everything; call before leases.start(). */
+  async start(): Promise<void> {
+    const handlers = (carrier: Carrier) => ({
+      onReceipt: (receipt: Parameters<ReceiptRecorder['record']>[1]) => this.receipts.record(carrier.name, receipt),
+      onInbound: async (message: Parameters<typeof receiveInbound>[1]) => {
+        const { accountId } = await receiveInbound(this.deps, message)
+        if (!accountId) this.logger.warn({ to: message.to }, 'inbound message to a number no account holds; dropped')
+      },
+    })
+    await this.live.start(handlers(this.live))
+    await this.sandbox.start(handlers(this.sandbox))
+    this.dispatcher.register()
+    await this.scheduler.start()
+    this.dispatcher.start()
+    this.purgeTimer = setInterval(() => {
+      purgeExpired(this.deps.db, this.deps.clock.now()).catch((err: unknown) => this.logger.error({ err }, 'purging idempotency keys failed'))
+    }, PURGE_EVERY_MS)
+    this.purgeTimer.unref()
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.purgeTimer)
+    await this.scheduler.stop()
+    await this.dispatcher.stop()
+    await this.live.stop()
+    await this.sandbox.stop()
+    await this.receipts.stop()
+  }
+}
