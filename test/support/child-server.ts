@@ -70,7 +70,7 @@ export class ChildServer extends ApiClient {
     const server = new ChildServer(`http://127.0.0.1:${port}`, child)
     await expect
       .poll(async () => {
-        if (child.exitCode !== null) throw new Error(`server exited early: ${server.stderr}`)
+        if (child.exitCode !== null) throw new Error(`server exited early: ${server.stderr}\n${server.stdout.slice(-3000)}`)
         return fetch(`${server.url}/healthz`).then((r) => r.status, () => 0)
       }, { timeout: 60_000, interval: 100 })
       .toBe(200)

@@ -12,3 +12,5 @@ export { parseRules, type Rule, type RuleSet } from './rules.js'
 export { compileAudience } from './segments.js'
 /** Opt-out by phone number, for sends (skip) and inbound STOP/START (record). */
 export { optedOutAmong, setOptedOut } from './opt-out.js'
+/** Live count of the contacts a predicate selects, opted-out ones left out; off the request connection on SQLite. */
+export { countRecipients as countAudience } from './queries.js'

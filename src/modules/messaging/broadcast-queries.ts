@@ -100,52 +100,17 @@ export async function insertMessage(trx: Transaction<DB>, message: Insertable<Me
   await trx.insertInto('messages').values(message).execute()
 }
 
-/**
- * Queues one recipient row per contact the predicate matches, opted-out ones left out,
- * in one INSERT … SELECT: the contacts never pass through the application. Returns how
- * many were queued.
- */
-export async function queueRecipients(
-  trx: Transaction<DB>,
-  messageId: string,
-  accountId: string,
-  audience: RawBuilder<boolean>,
-  dueAt: string,
-): Promise<number> {
-  const result = await trx
-    .insertInto('message_recipients')
-    .columns(['message_id', 'account_id', 'phone_number', 'status', 'due_at'])
-    .expression(
-      trx
-        .selectFrom('contacts')
-        // Bound values typed explicitly: PostgreSQL cannot infer a parameter's type in a select list.
-        .select([
-          sql<string>`cast(${messageId} as text)`.as('message_id'),
-          'contacts.account_id',
-          'contacts.phone_number',
-          sql<string>`cast(${'queued'} as text)`.as('status'),
-          sql<string>`cast(${dueAt} as text)`.as('due_at'),
-        ])
-        .where('contacts.account_id', '=', accountId)
-        .where('contacts.opted_out', '=', 0)
-        .where(audience),
-    )
-    .executeTakeFirst()
-  return Number(result.numInsertedOrUpdatedRows ?? 0n)
-}
-
-export async function setMessageTotals(trx: Transaction<DB>, messageId: string, recipients: number, creditsUsed: number): Promise<void> {
-  await trx.updateTable('messages').set({ recipients, credits_used: creditsUsed }).where('id', '=', messageId).execute()
-}
-
 export async function markStarted(
   trx: Transaction<DB>,
   broadcastId: string,
-  started: Pick<BroadcastsTable, 'status' | 'message_id' | 'sent_at' | 'completed_at' | 'updated_at'>,
+  started: Pick<
+    BroadcastsTable,
+    'status' | 'message_id' | 'sent_at' | 'completed_at' | 'updated_at' | 'queue_after_created_at' | 'queue_after_id' | 'lease_owner' | 'lease_expires_at'
+  > & { queue_total: number; queued: number },
 ): Promise<void> {
   await trx
     .updateTable('broadcasts')
-    .set({ ...started, failure: null, ...Leases.released() })
+    .set({ ...started, failure: null })
     .where('id', '=', broadcastId)
     .execute()
 }

@@ -4,7 +4,7 @@ import { emit } from '../../platform/outbox/emit.js'
 import { Conflict, InsufficientCredits } from '../../platform/problems.js'
 import { campaignEvent } from './broadcast-events.js'
 import * as queries from './broadcast-queries.js'
-import { startBroadcast, type StartedBroadcast } from './broadcast-start.js'
+import { countTarget, startBroadcast, type StartedBroadcast } from './broadcast-start.js'
 import type { MessagingDeps } from './deps.js'
 
 export interface BroadcastSchedulerOptions {
@@ -32,6 +32,7 @@ export class BroadcastScheduler {
     private readonly deps: MessagingDeps,
     private readonly logger: Logger,
     private readonly leases: Leases,
+    private readonly resumeAbandoned: (limit: number) => Promise<number>,
     private readonly options: BroadcastSchedulerOptions = DEFAULT_BROADCAST_SCHEDULER,
   ) {}
 
@@ -71,7 +72,9 @@ export class BroadcastScheduler {
         const now = this.deps.clock.now().toISOString()
         const ids = await queries.claimDueBroadcasts(this.deps.db, this.deps.dialect, this.leases.claim(), now, this.options.batchSize)
         for (const id of ids) await this.startClaimed(id)
-        if (ids.length < this.options.batchSize || !this.running) return
+        // Broadcasts whose queueing node died: their claim was freed, any node resumes them.
+        const resumed = await this.resumeAbandoned(this.options.batchSize)
+        if ((ids.length < this.options.batchSize && resumed < this.options.batchSize) || !this.running) return
       }
     } catch (err) {
       this.logger.error({ err }, 'looking for due broadcasts failed; retrying on the next poll')
@@ -82,7 +85,6 @@ export class BroadcastScheduler {
     this.leases.hold('broadcasts', broadcastId)
     try {
       const started = await this.startIfStillClaimed(broadcastId)
-      if (started && started.recipients > 0) this.deps.queued()
       if (started) this.logger.info({ broadcastId, ...started }, 'scheduled broadcast started')
     } catch (err) {
       if (err instanceof InsufficientCredits || err instanceof Conflict) {
@@ -98,17 +100,22 @@ export class BroadcastScheduler {
   }
 
   /** Undefined when the claim was lost, or the broadcast deleted, meanwhile. */
-  private startIfStillClaimed(broadcastId: string): Promise<StartedBroadcast | undefined> {
+  private async startIfStillClaimed(broadcastId: string): Promise<StartedBroadcast | undefined> {
+    const scheduled = await this.deps.db.selectFrom('broadcasts').selectAll().where('id', '=', broadcastId).executeTakeFirst()
+    if (!scheduled) return undefined
+    const audienceCount = await countTarget(this.deps, scheduled)
     const at = this.deps.clock.now()
-    return this.deps.db.transaction().execute(async (trx) => {
+    const started = await this.deps.db.transaction().execute(async (trx) => {
       const broadcast = await queries.leaveState(
         trx,
         broadcastId,
         { status: 'scheduled', leaseOwner: this.leases.nodeId },
         { status: 'sending', updated_at: at.toISOString() },
       )
-      return broadcast && startBroadcast(trx, this.deps.dialect, broadcast, at)
+      return broadcast && startBroadcast(trx, broadcast, audienceCount, this.leases.claim(), at)
     })
+    if (started?.status === 'sending') this.deps.queueBroadcast(broadcastId)
+    return started
   }
 
   private async returnToDraft(broadcastId: string, failure: string): Promise<void> {

@@ -1,14 +1,16 @@
 import type { Selectable, Transaction } from 'kysely'
 import type { Dialect } from '../../platform/db/dialect.js'
+import { Leases } from '../../platform/lease.js'
 import type { BroadcastsTable, DB } from '../../platform/db/schema.js'
 import { newId } from '../../platform/ids.js'
 import { emit } from '../../platform/outbox/emit.js'
 import { Conflict, NotFound } from '../../platform/problems.js'
-import { compileAudience } from '../audience/index.js'
+import { compileAudience, countAudience } from '../audience/index.js'
 import { campaignEvent } from './broadcast-events.js'
 import * as queries from './broadcast-queries.js'
 import { price } from './content.js'
 import { debit } from './credits.js'
+import type { MessagingDeps } from './deps.js'
 
 export interface StartedBroadcast {
   status: 'sending' | 'completed'
@@ -17,17 +19,32 @@ export interface StartedBroadcast {
 }
 
 /**
- * Starts a broadcast its caller has just moved to `sending` with queries.leaveState, in
- * the caller's transaction: the audience is evaluated now (contacts added since the
- * broadcast was written are in, opted-out ones are out), one INSERT … SELECT queues a
- * recipient row per contact, and recipients × segments are debited. A 402 from the debit
- * rolls all of it back, the state change included. The caller wakes the dispatcher
- * after the commit.
+ * The contacts a broadcast would reach now: counted on a long-read connection (SQLite's
+ * reader thread) before the start's transaction, so the count never holds the writer.
  */
-export async function startBroadcast(trx: Transaction<DB>, dialect: Dialect, broadcast: Selectable<BroadcastsTable>, at: Date): Promise<StartedBroadcast> {
-  const audience = await compileTarget(trx, dialect, broadcast)
+export async function countTarget(deps: Pick<MessagingDeps, 'db' | 'dialect' | 'readLong'>, broadcast: Pick<BroadcastsTable, 'account_id' | 'contact_list_id' | 'segment_id'>): Promise<number> {
+  const audience = await deps.db.transaction().execute((trx) => compileTarget(trx, deps.dialect, broadcast))
+  return countAudience(deps, broadcast.account_id, audience)
+}
+
+/**
+ * Starts a broadcast its caller has just moved to `sending` with queries.leaveState, in
+ * the caller's transaction: the audience counted just before (contacts added since the
+ * broadcast was written are in, opted-out ones are out) is paid for, recipients x
+ * segments, and the broadcast is claimed for BroadcastQueue, which writes the recipient
+ * rows after the commit in short transactions. A 402 from the debit rolls all of it
+ * back, the state change included.
+ */
+export async function startBroadcast(
+  trx: Transaction<DB>,
+  broadcast: Selectable<BroadcastsTable>,
+  audienceCount: number,
+  claim: { lease_owner: string; lease_expires_at: string },
+  at: Date,
+): Promise<StartedBroadcast> {
   const { encoding, segments } = price(broadcast.message)
   const sandbox = Number(broadcast.sandbox) === 1
+  const creditsUsed = sandbox ? 0 : audienceCount * segments
   const messageId = newId()
   await queries.insertMessage(trx, {
     id: messageId,
@@ -39,26 +56,29 @@ export async function startBroadcast(trx: Transaction<DB>, dialect: Dialect, bro
     encoding,
     segments,
     sandbox: sandbox ? 1 : 0,
-    // Set below, once the INSERT … SELECT has said how many it queued.
+    // Grows as BroadcastQueue writes the recipients.
     recipients: 0,
-    credits_used: 0,
+    credits_used: creditsUsed,
     scheduled_at: null,
     created_at: at.toISOString(),
   })
-  const recipients = await queries.queueRecipients(trx, messageId, broadcast.account_id, audience, at.toISOString())
-  const creditsUsed = sandbox ? 0 : recipients * segments
-  await queries.setMessageTotals(trx, messageId, recipients, creditsUsed)
   if (creditsUsed > 0) await debit(trx, broadcast.account_id, creditsUsed, at)
-  const status = recipients === 0 ? 'completed' : 'sending'
+  const status = audienceCount === 0 ? 'completed' : 'sending'
   await queries.markStarted(trx, broadcast.id, {
     status,
     message_id: messageId,
     sent_at: at.toISOString(),
     completed_at: status === 'completed' ? at.toISOString() : null,
     updated_at: at.toISOString(),
+    queue_total: audienceCount,
+    queued: 0,
+    // The walk starts before the first contact; null: nothing to walk.
+    queue_after_created_at: status === 'sending' ? '' : null,
+    queue_after_id: status === 'sending' ? '' : null,
+    ...(status === 'sending' ? claim : Leases.released()),
   })
   await emit(trx, campaignEvent('CampaignUpdated', broadcast.account_id, { id: broadcast.id, name: broadcast.name, status }, at))
-  return { status, recipients, creditsUsed }
+  return { status, recipients: audienceCount, creditsUsed }
 }
 
 /** The broadcast's list or segment as a predicate; one deleted since the broadcast was written is a conflict, not a 404 of the broadcast. */

@@ -178,6 +178,8 @@ describe('a broadcast that is sending', () => {
     expectWholeProblem(refused, { status: 409, slug: 'conflict', title: 'Conflict', detail: 'The broadcast is sending; wait until it has completed', instance: `/v1/broadcasts/${id}` })
     expect(await getBroadcast(server, key, id)).toMatchObject({ name: 'Launch', status: 'sending' })
 
+    // Handed over first (recipients are queued just after the start), then the receipt is due.
+    await expect.poll(async () => (await getBroadcast(server, key, id)).sent, START_TIMEOUT).toBe(1)
     clock.advance(1000)
     await expect.poll(async () => (await getBroadcast(server, key, id)).status, START_TIMEOUT).toBe('completed')
     const events = await probe.eventsDuring(account.accountId, async () => {

@@ -8,7 +8,7 @@ import { compileAudience } from '../audience/index.js'
 import { campaignEvent } from './broadcast-events.js'
 import * as queries from './broadcast-queries.js'
 import type { Broadcast, BroadcastBody, SendBroadcastBody, SendBroadcastResult } from './broadcast-schemas.js'
-import { compileTarget, startBroadcast } from './broadcast-start.js'
+import { compileTarget, countTarget, startBroadcast } from './broadcast-start.js'
 import { price, senderIdError } from './content.js'
 import type { MessagingDeps } from './deps.js'
 
@@ -44,7 +44,9 @@ function toBroadcast(row: queries.BroadcastRow): Broadcast {
     contactListId: row.contact_list_id,
     segmentId: row.segment_id,
     status: row.status,
-    recipients: Number(row.recipients ?? 0),
+    // The audience counted and paid for at the start; the recipient rows follow within
+    // moments, and the count is corrected (and refunded) if fewer could be queued.
+    recipients: row.message_id === null ? 0 : Number(row.queue_total),
     creditsUsed: Number(row.credits_used ?? 0),
     sent: Number(row.sent_count ?? 0),
     delivered: Number(row.delivered_count ?? 0),
@@ -163,6 +165,10 @@ export async function sendBroadcast(
   if (startAt > latestStart(now)) throw ValidationFailed.field('scheduledAt', 'must be at most a year ahead')
   if (startAt > now) return scheduleBroadcast(deps, accountId, broadcastId, startAt, sandbox)
 
+  const draft = await queries.findBroadcast(deps.db, accountId, broadcastId)
+  if (!draft) throw new NotFound('broadcast', broadcastId)
+  if (draft.status !== 'draft') throw new Conflict(`The broadcast is ${draft.status}; only a draft can be sent`)
+  const audienceCount = await countTarget(deps, draft)
   const started = await deps.db.transaction().execute(async (trx) => {
     const broadcast = await queries.leaveState(
       trx,
@@ -171,9 +177,9 @@ export async function sendBroadcast(
       { status: 'sending', sandbox: sandbox ? 1 : 0, updated_at: now.toISOString() },
     )
     if (!broadcast) return missOrConflict(trx, accountId, broadcastId, 'only a draft can be sent')
-    return startBroadcast(trx, deps.dialect, broadcast, now)
+    return startBroadcast(trx, broadcast, audienceCount, deps.leases.claim(), now)
   })
-  if (started.recipients > 0) deps.queued()
+  if (started.status === 'sending') deps.queueBroadcast(broadcastId)
   return started
 }
 

@@ -2,6 +2,7 @@ import type { Compilable, Kysely } from 'kysely'
 import type { Clock } from '../../platform/clock.js'
 import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
+import type { Leases } from '../../platform/lease.js'
 
 export interface MessagingDeps {
   db: Kysely<DB>
@@ -11,4 +12,8 @@ export interface MessagingDeps {
   readLong<T>(query: Compilable<T>): Promise<T[]>
   /** Wakes the dispatcher after new recipients are queued. */
   queued(): void
+  /** Claims of background work (scheduled and started broadcasts). */
+  leases: Leases
+  /** Writes the recipients of a broadcast this node has started and claimed. */
+  queueBroadcast(broadcastId: string): void
 }

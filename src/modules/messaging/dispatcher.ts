@@ -8,6 +8,7 @@ import type { Carrier, OutgoingPart } from './carriers/carrier.js'
 import type { MessagingDeps } from './deps.js'
 import { splitSms } from './encoding.js'
 import { partId, recordHandoffs, type ClaimedRecipient, type Handoff, type MessageInfo } from './handoffs.js'
+import { OPT_OUT_REPLY } from './inbound.js'
 import type { ReceiptRecorder } from './receipts.js'
 
 export interface DispatcherOptions {
@@ -143,11 +144,16 @@ export class Dispatcher {
     }
   }
 
-  /** Recipients who opted out after they were queued are not sent anything (replies excepted). */
+  /**
+   * Recipients who opted out after they were queued are not sent anything, except the
+   * confirmation of the opt-out itself. An opt-in confirmation still queued when the
+   * number opted out again is not sent either.
+   */
   private async optedOut(claimed: ClaimedRecipient[], messages: Map<string, MessageInfo>): Promise<Set<ClaimedRecipient>> {
     const byAccount = new Map<string, ClaimedRecipient[]>()
     for (const r of claimed) {
-      if (messages.get(r.messageId)!.kind === 'reply') continue
+      const message = messages.get(r.messageId)!
+      if (message.kind === 'reply' && message.parts.join('') === OPT_OUT_REPLY) continue
       byAccount.set(r.accountId, [...(byAccount.get(r.accountId) ?? []), r])
     }
     const out = new Set<ClaimedRecipient>()

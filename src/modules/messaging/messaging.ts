@@ -6,6 +6,7 @@ import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import type { Leases } from '../../platform/lease.js'
 import type { EventDemand } from '../../platform/outbox/demand.js'
+import { BroadcastQueue, DEFAULT_BROADCAST_QUEUE, type BroadcastQueueOptions } from './broadcast-queue.js'
 import { broadcastRoutes } from './broadcast-routes.js'
 import { BroadcastScheduler, DEFAULT_BROADCAST_SCHEDULER, type BroadcastSchedulerOptions } from './broadcast-scheduler.js'
 import type { Carrier } from './carriers/carrier.js'
@@ -24,6 +25,7 @@ export interface MessagingOptions {
   smpp?: { url: string; window: number; maxPerSecond: number }
   dispatchBatchSize: number
   scheduler?: BroadcastSchedulerOptions
+  broadcastQueue?: BroadcastQueueOptions
 }
 
 export interface MessagingStore {
@@ -45,6 +47,7 @@ export class Messaging {
   private readonly receipts: ReceiptRecorder
   private readonly dispatcher: Dispatcher
   private readonly scheduler: BroadcastScheduler
+  private readonly broadcastQueue: BroadcastQueue
   private purgeTimer: NodeJS.Timeout | undefined
 
   constructor(
@@ -55,7 +58,17 @@ export class Messaging {
     private readonly logger: Logger,
     private readonly options: MessagingOptions,
   ) {
-    this.deps = { db: store.db, dialect: store.dialect, readLong: store.readLong, clock, demand, queued: () => this.dispatcher.wake() }
+    this.deps = {
+      db: store.db,
+      dialect: store.dialect,
+      readLong: store.readLong,
+      clock,
+      demand,
+      leases,
+      queued: () => this.dispatcher.wake(),
+      queueBroadcast: (broadcastId) => this.broadcastQueue.queue(broadcastId),
+    }
+    this.broadcastQueue = new BroadcastQueue(this.deps, leases, logger.child({ component: 'broadcast-queue' }), options.broadcastQueue ?? DEFAULT_BROADCAST_QUEUE)
     const simulator = (name: 'simulator' | 'sandbox') =>
       new SimulatorCarrier(name, store.db, clock, logger.child({ carrier: name }), {
         deliveryDelayMs: options.simulatorDeliveryDelayMs,
@@ -73,7 +86,13 @@ export class Messaging {
       batchSize,
       idlePollMs: 250,
     })
-    this.scheduler = new BroadcastScheduler(this.deps, logger.child({ component: 'broadcast-scheduler' }), leases, options.scheduler ?? DEFAULT_BROADCAST_SCHEDULER)
+    this.scheduler = new BroadcastScheduler(
+      this.deps,
+      logger.child({ component: 'broadcast-scheduler' }),
+      leases,
+      (limit) => this.broadcastQueue.resumeAbandoned(limit),
+      options.scheduler ?? DEFAULT_BROADCAST_SCHEDULER,
+    )
   }
 
   get simulatorActive(): boolean {
@@ -108,6 +127,7 @@ export class Messaging {
   async stop(): Promise<void> {
     clearInterval(this.purgeTimer)
     await this.scheduler.stop()
+    await this.broadcastQueue.stop()
     await this.dispatcher.stop()
     await this.live.stop()
     await this.sandbox.stop()

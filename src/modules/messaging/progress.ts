@@ -70,6 +70,8 @@ export async function completeBroadcasts(trx: Transaction<DB>, messageIds: strin
     .set({ status: 'completed', completed_at: at.toISOString(), updated_at: at.toISOString() })
     .where('message_id', 'in', messageIds)
     .where('status', '=', 'sending')
+    // Until every recipient is written, the counters cannot be complete.
+    .where('queue_after_id', 'is', null)
     .where(({ exists, selectFrom }) =>
       exists(
         selectFrom('messages as m')

@@ -135,9 +135,16 @@ function toListItem(row: queries.MessageRow): SmsListItem {
 }
 
 export async function getMessage(deps: MessagingDeps, accountId: string, messageId: string): Promise<SmsMessage> {
-  const row = await queries.findMessage(deps.db, accountId, messageId)
+  // One snapshot, so the counters agree with the recipients' statuses while receipts are
+  // being recorded (PostgreSQL's default takes a new snapshot for each statement).
+  const { row, recipients } = await deps.db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => {
+      const found = await queries.findMessage(trx, accountId, messageId)
+      return { row: found, recipients: found ? await queries.listRecipients(trx, messageId, RECIPIENTS_SHOWN) : [] }
+    })
   if (!row) throw new NotFound('message', messageId)
-  const recipients = await queries.listRecipients(deps.db, messageId, RECIPIENTS_SHOWN)
   return {
     ...toListItem(row),
     recipients: recipients.map((r) => ({

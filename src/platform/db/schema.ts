@@ -209,6 +209,10 @@ export interface BroadcastsTable {
   completed_at: string | null
   /** Why the last scheduled start failed and the broadcast went back to draft; null otherwise. */
   failure: string | null
+  queue_total: Generated<number>
+  queued: Generated<number>
+  queue_after_created_at: string | null
+  queue_after_id: string | null
   lease_owner: string | null
   lease_expires_at: string | null
 }

@@ -130,6 +130,13 @@ export async function up(db: Kysely<any>, dialect: MigrationDialect): Promise<vo
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .addColumn('sent_at', 'text')
     .addColumn('completed_at', 'text')
+    // Recipients are queued after the start in short transactions, walking the account's
+    // contacts in (created_at, id) order: how many were paid for at the start, how many
+    // are queued so far, and where the walk stands (null once it is done).
+    .addColumn('queue_total', 'bigint', (c) => c.notNull().defaultTo(0))
+    .addColumn('queued', 'bigint', (c) => c.notNull().defaultTo(0))
+    .addColumn('queue_after_created_at', 'text')
+    .addColumn('queue_after_id', 'text')
     .addColumn('lease_owner', 'text')
     .addColumn('lease_expires_at', 'text')
     .execute()
@@ -139,6 +146,12 @@ export async function up(db: Kysely<any>, dialect: MigrationDialect): Promise<vo
     .on('broadcasts')
     .column('scheduled_at')
     .where(sql.ref('status'), '=', 'scheduled')
+    .execute()
+  await db.schema
+    .createIndex('broadcasts_queueing')
+    .on('broadcasts')
+    .column('id')
+    .where(sql.ref('queue_after_id'), 'is not', null)
     .execute()
   await db.schema
     .createIndex('broadcasts_lease')
