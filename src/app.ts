@@ -22,6 +22,7 @@ import { accountsRoutes, createSessionSigner } from './modules/accounts/index.js
 import { audienceRoutes, ContactImporter, SegmentCountCache } from './modules/audience/index.js'
 import { KeyUsageRecorder, keysRoutes, verifyApiKey } from './modules/keys/index.js'
 import { Messaging } from './modules/messaging/index.js'
+import { Webhooks } from './modules/webhooks/index.js'
 import { CombinedDemand } from './platform/outbox/demand.js'
 
 /** What the composition root built, for main.ts and tests. */
@@ -31,6 +32,7 @@ export interface Platform {
   relay: OutboxRelay
   segmentCounts: SegmentCountCache
   leases: Leases
+  webhooks: Webhooks
   clock: Clock
   logger: Logger
 }
@@ -44,6 +46,11 @@ declare module 'fastify' {
 export interface BuildOptions {
   clock?: Clock
   logger?: Logger
+  /**
+   * Tests only: a CA that webhook deliveries trust besides Node's own (a process started
+   * without NODE_EXTRA_CA_CERTS cannot add one later).
+   */
+  webhookCa?: string
 }
 
 /**
@@ -86,6 +93,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   )
   // Consumers that read per-recipient events (webhooks) add their demand here.
   const eventDemand = new CombinedDemand()
+  const webhooks = new Webhooks(store, clock, leases, relay, logger.child({ component: 'webhooks' }), {
+    timeoutMs: config.webhookTimeoutMs,
+    retryScheduleMs: config.webhookRetryScheduleMs,
+    allowPrivateNetworks: config.webhookAllowPrivateNetworks,
+    logRetentionDays: config.webhookLogRetentionDays,
+    ...(options.webhookCa ? { ca: options.webhookCa } : {}),
+  })
+  eventDemand.add(webhooks.demand)
   const messaging = new Messaging(store, clock, leases, eventDemand, logger.child({ component: 'messaging' }), {
     carrier: config.carrier,
     simulatorDeliveryDelayMs: config.simulatorDeliveryDelayMs,
@@ -109,7 +124,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // installClientErrors refuses a missing Host itself, as problem+json rather than Node's empty 400.
     http: { requireHostHeader: false },
   }).withTypeProvider<TypeBoxTypeProvider>()
-  app.decorate('platform', { config, store, relay, segmentCounts, leases, clock, logger })
+  app.decorate('platform', { config, store, relay, segmentCounts, leases, webhooks, clock, logger })
 
   // JSON only, unless a route's module adds a parser of its own (CSV import).
   app.removeContentTypeParser('text/plain')
@@ -137,6 +152,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(keysRoutes, { deps: keysDeps })
   await app.register(audienceRoutes, { deps: audienceDeps, importer })
   await messaging.register(app)
+  await webhooks.register(app)
 
   app.addHook('onReady', async () => {
     relay.start()
@@ -144,6 +160,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     segmentCounts.start()
     await importer.start()
     await messaging.start()
+    webhooks.start()
     // After every kind of leased work is registered: the first sweep settles what an
     // earlier run left behind.
     await leases.start()
@@ -151,6 +168,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onClose', async () => {
     await importer.stop()
     await messaging.stop()
+    await webhooks.stop()
     await leases.stop()
     await relay.stop()
     await usage.stop()

@@ -16,6 +16,22 @@ declare module 'autocannon' {
       /** Sample interval in ms (default 1000). */
       sampleInt?: number
       excludeErrorStats?: boolean
+      body?: string
+      /** Requests per second over all connections (each connection gets its share). */
+      overallRate?: number
+      connectionRate?: number
+      /** With a rate: record each latency once, without autocannon's coordinated-omission fill-in. */
+      ignoreCoordinatedOmission?: boolean
+      /** Request sequence each connection cycles through; setupRequest may rewrite a request before it is sent. */
+      requests?: RequestSpec[]
+    }
+
+    interface RequestSpec {
+      method?: string
+      path?: string
+      headers?: Record<string, string>
+      body?: string
+      setupRequest?: (request: RequestSpec, context: Record<string, unknown>) => RequestSpec
     }
 
     interface Histogram {

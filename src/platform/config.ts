@@ -49,6 +49,14 @@ export interface Config {
   smppMaxPerSecond: number
   /** Recipients the dispatcher claims and records at once. */
   dispatchBatchSize: number
+  /** How long one webhook delivery attempt may take, connection to response. */
+  webhookTimeoutMs: number
+  /** Delays before each automatic retry of a failed webhook delivery, in order. */
+  webhookRetryScheduleMs: number[]
+  /** Lets webhooks reach private, loopback and link-local addresses (tests, closed networks). */
+  webhookAllowPrivateNetworks: boolean
+  /** Webhook delivery logs and finished deliveries are deleted after this many days. */
+  webhookLogRetentionDays: number
 }
 
 export class ConfigError extends Error {
@@ -119,6 +127,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smppWindow: read.integer('SMPP_WINDOW', 10, 1, 1000),
     smppMaxPerSecond: read.integer('SMPP_MAX_PER_SECOND', 100, 1, 100_000),
     dispatchBatchSize: read.integer('DISPATCH_BATCH_SIZE', 500, 1, 5000),
+    webhookTimeoutMs: read.integer('WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+    webhookRetryScheduleMs: read.durations('WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h'),
+    webhookAllowPrivateNetworks: read.boolean('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    webhookLogRetentionDays: read.integer('WEBHOOK_LOG_RETENTION_DAYS', 30, 1, 3650),
   } satisfies Config
 
   if (config.carrier === 'smpp' && (config.smppUrl === undefined || !/^smpp:\/\/[^:@/]+:[^@/]*@[^:/]+(:\d+)?\/?$/.test(config.smppUrl))) {
@@ -150,6 +162,16 @@ function loadOrCreateSecret(dataDir: string, database: DatabaseConfig): string {
   writeFileSync(file, secret, { mode: 0o600, flag: 'wx' })
   chmodSync(file, 0o600)
   return secret
+}
+
+const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+function parseDurations(text: string): number[] | undefined {
+  const values = text.split(',').map((part) => {
+    const match = /^(\d+)(ms|s|m|h|d)$/.exec(part.trim())
+    return match ? Number(match[1]) * DURATION_UNITS_MS[match[2]!]! : NaN
+  })
+  return values.length <= 20 && values.every((ms) => ms >= 1 && ms <= 7 * 86_400_000) ? values : undefined
 }
 
 class EnvReader {
@@ -184,6 +206,18 @@ class EnvReader {
     if (raw === 'false' || raw === '0') return false
     this.problems.push(`${name} must be true or false, got "${raw}"`)
     return fallback
+  }
+
+  /** A comma-separated list of durations such as `5s,5m,2h` (units ms, s, m, h, d), in milliseconds. */
+  durations(name: string, fallback: string): number[] {
+    const raw = this.optional(name)
+    if (raw === undefined) return parseDurations(fallback)!
+    const values = parseDurations(raw)
+    if (values === undefined) {
+      this.problems.push(`${name} must be 1 to 20 comma-separated durations from 1ms to 7d, such as 5s,5m,2h; got "${raw}"`)
+      return parseDurations(fallback)!
+    }
+    return values
   }
 
   oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[]): T {

@@ -1,8 +1,8 @@
 /**
  * Worker thread of the CSV import: reads the spooled file, parses CSV and phone
  * numbers (the CPU-heavy part) off the thread that writes to the store, and posts
- * batches of checked rows. It waits for a credit from the importer before posting more,
- * so at most a couple of batches are ever in memory.
+ * batches of checked rows, one window of the file each. It waits for a credit from the
+ * importer before posting more, so only a few windows are ever in memory.
  *
  * Several of these run side by side: each reads the whole file (CSV parsing is cheap)
  * but checks only its share of the rows (row n belongs to shard n mod shards), since a
@@ -13,12 +13,16 @@ import { parentPort, workerData } from 'node:worker_threads'
 import { parse } from 'csv-parse'
 import { newId } from '../../platform/ids.js'
 import { parsePhone } from '../../platform/phone.js'
+import { BACKGROUND_NICE, lowerThreadPriority } from '../../platform/thread-priority.js'
 import type { ImportBatch, ImportRowError, ParsedImportRow, ParserMessage } from './import-protocol.js'
 
-const { path, batchSize, shard, shards } = workerData as { path: string; batchSize: number; shard: number; shards: number }
+const { path, windowRows, credits: initialCredits, shard, shards } = workerData as { path: string; windowRows: number; credits: number; shard: number; shards: number }
 const port = parentPort!
+// The import runs at the pace of its writer on the main thread; this thread must not
+// take a core from it, or from the requests it answers, when the machine is busy.
+lowerThreadPriority(BACKGROUND_NICE)
 
-let credits = 2
+let credits = initialCredits
 let waiting: (() => void) | undefined
 port.on('message', (message: 'credit') => {
   if (message === 'credit') {
@@ -95,7 +99,7 @@ function checkRow(record: string[], rowNumber: number, columns: Columns): Parsed
     // An empty cell means the contact has no such attribute.
     if (v !== '') attributes[name] = v
   }
-  return { row: rowNumber, id: newId(), phoneNumber: phone.number, country: phone.country, firstName: firstName || null, lastName: lastName || null, email: email || null, attributes }
+  return [rowNumber, newId(), phone.number, phone.country, firstName || null, lastName || null, email || null, JSON.stringify(attributes)]
 }
 
 async function run(): Promise<void> {
@@ -115,20 +119,20 @@ async function run(): Promise<void> {
     rowNumber++
     if ((rowNumber - 1) % shards === shard) {
       const checked = checkRow(record, rowNumber, columns)
-      if ('reason' in checked) batch.errors.push(checked)
-      else batch.rows.push(checked)
+      if (Array.isArray(checked)) batch.rows.push(checked)
+      else batch.errors.push(checked)
       batch.processed++
     }
     // Every shard closes its batch at the same row, so the n-th batches of all shards
     // cover the same window of the file and can be written together in row order.
-    if (rowNumber % batchSize === 0) {
+    if (rowNumber % windowRows === 0) {
       await takeCredit()
       post(batch)
       batch = { type: 'batch', rows: [], errors: [], processed: 0 }
     }
   }
   if (columns === undefined) return post({ type: 'failed', reason: 'the file is empty; it needs a header row with a phoneNumber column' })
-  if (rowNumber % batchSize !== 0) {
+  if (rowNumber % windowRows !== 0) {
     await takeCredit()
     post(batch)
   }

@@ -1,16 +1,22 @@
 /** Messages between the import worker (import-parser.ts) and the importer. */
-export interface ParsedImportRow {
-  /** 1 is the first data row after the header. */
-  row: number
-  /** A new contact id, made off the writing thread; unused when the number is known. */
-  id: string
-  phoneNumber: string
-  country: string | null
-  firstName: string | null
-  lastName: string | null
-  email: string | null
-  attributes: Record<string, string>
-}
+
+/**
+ * A checked row, as a tuple of plain values: a message of arrays of strings is copied
+ * between threads (on the writing thread too) in about half the time of one of objects.
+ * - row: 1 is the first data row after the header.
+ * - id: a new contact id, made off the writing thread; unused when the number is known.
+ * - attributesJson: the attributes as JSON text, serialized off the writing thread too.
+ */
+export type ParsedImportRow = [
+  row: number,
+  id: string,
+  phoneNumber: string,
+  country: string | null,
+  firstName: string | null,
+  lastName: string | null,
+  email: string | null,
+  attributesJson: string,
+]
 
 export interface ImportRowError {
   /** 1 is the first data row after the header. */

@@ -6,6 +6,7 @@ import { Transform, type Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { Worker } from 'node:worker_threads'
 import type { Logger } from 'pino'
+import { refreshStatistics, writePace, type WritePace } from '../../platform/db/bulk-writes.js'
 import { newId } from '../../platform/ids.js'
 import type { Leases } from '../../platform/lease.js'
 import { startWorker } from '../../platform/workers.js'
@@ -26,10 +27,17 @@ export interface ImportOptions {
 }
 
 const KEPT_ERRORS = 1000
+// Imported rows carry their attributes as JSON text (attributes_json).
+const NO_ATTRIBUTES: Record<string, string> = Object.freeze({}) as Record<string, string>
 const INTERRUPTED =
   'interrupted: the server stopped before the import finished; the rows imported so far are kept, and importing the file again is safe'
 
-function startParser(workerData: { path: string; batchSize: number; shard: number; shards: number }): Worker {
+// Rows a parser sends in one message. A message is deserialized on this thread in one
+// go (a microsecond or two a row), so it stays small; the writer joins messages into
+// batches.
+const WINDOW_ROWS = 500
+
+function startParser(workerData: { path: string; windowRows: number; credits: number; shard: number; shards: number }): Worker {
   return startWorker(import.meta.url, 'import-parser', workerData)
 }
 
@@ -124,7 +132,7 @@ export class ContactImporter {
       })
       if (outcome.status === 'completed' && progress.created > 10_000) {
         // Keep planner statistics current so segment counts pick the right plan.
-        await this.deps.dialect.analyze('contacts').execute(this.deps.db)
+        await refreshStatistics(this.deps.db, this.deps.dialect, 'contacts')
       }
     } catch (err) {
       this.logger.error({ err, importId }, 'contact import failed')
@@ -143,9 +151,10 @@ export class ContactImporter {
   }
 
   /**
-   * Runs the parser shards and writes their batches: the n-th batches of all shards
-   * cover the same window of rows, so they are merged in row order and written as one
-   * batch. The first row of the file wins over a later repeat, as with one parser.
+   * Runs the parser shards and writes their batches: the n-th messages of all shards
+   * cover the same window of rows, so they are merged in row order; the windows ready
+   * when the writer comes round are written together, up to batchSize rows. The first
+   * row of the file wins over a later repeat, as with one parser.
    */
   private parseAndWrite(
     importId: string,
@@ -154,10 +163,14 @@ export class ContactImporter {
   ): Promise<{ status: 'completed' | 'failed'; failure: string | null }> {
     return new Promise((resolve, reject) => {
       const shards = this.options.parserThreads
-      const workers = Array.from({ length: shards }, (_, shard) => startParser({ path, batchSize: this.options.batchSize, shard, shards }))
+      const windowRows = Math.min(WINDOW_ROWS, this.options.batchSize)
+      // Enough windows ahead for two batches, as when a message was a whole batch.
+      const credits = 2 * Math.ceil(this.options.batchSize / windowRows)
+      const workers = Array.from({ length: shards }, (_, shard) => startParser({ path, windowRows, credits, shard, shards }))
       this.workers.set(importId, workers)
       const queues: ImportBatch[][] = workers.map(() => [])
       const finished = workers.map(() => false)
+      const windows: { batch: ImportBatch; parts: (ImportBatch | undefined)[] }[] = []
       let writing = Promise.resolve()
       let settled = false
       const settle = (fn: () => void) => {
@@ -166,21 +179,34 @@ export class ContactImporter {
         for (const worker of workers) void worker.terminate()
         fn()
       }
-      // Writes a window once every shard still running has sent its part of it.
+      // A window is ready once every shard still running has sent its part of it.
       const pump = () => {
         while (!settled && queues.every((queue, i) => queue.length > 0 || finished[i]) && queues.some((queue) => queue.length > 0)) {
           const parts = queues.map((queue) => queue.shift())
-          const merged: ImportBatch = {
+          const batch: ImportBatch = {
             type: 'batch',
-            rows: parts.flatMap((part) => part?.rows ?? []).sort((a, b) => a.row - b.row),
+            rows: parts.flatMap((part) => part?.rows ?? []).sort((a, b) => a[0] - b[0]),
             errors: parts.flatMap((part) => part?.errors ?? []).sort((a, b) => a.row - b.row),
             processed: parts.reduce((sum, part) => sum + (part?.processed ?? 0), 0),
           }
+          windows.push({ batch, parts })
           writing = writing
             .then(async () => {
-              if (settled) return
-              await write(merged)
-              parts.forEach((part, i) => part && workers[i]!.postMessage('credit'))
+              // An earlier turn may have written this window along with its own.
+              if (settled || windows.length === 0) return
+              const taken = [windows.shift()!]
+              let rows = taken[0]!.batch.rows.length
+              while (windows.length > 0 && rows + windows[0]!.batch.rows.length <= this.options.batchSize) {
+                rows += windows[0]!.batch.rows.length
+                taken.push(windows.shift()!)
+              }
+              await write({
+                type: 'batch',
+                rows: taken.flatMap((w) => w.batch.rows),
+                errors: taken.flatMap((w) => w.batch.errors),
+                processed: taken.reduce((sum, w) => sum + w.batch.processed, 0),
+              })
+              for (const window of taken) window.parts.forEach((part, i) => part && workers[i]!.postMessage('credit'))
             })
             .catch((err: unknown) => settle(() => reject(err)))
         }
@@ -206,40 +232,58 @@ export class ContactImporter {
     accountId: string,
     listId: string | undefined,
     batch: ImportBatch,
-    progress: { processed: number; created: number; existing: number; invalid: number; errors: ImportRowError[] },
+    progress: { processed: number; created: number; existing: number; invalid: number; errors: ImportRowError[]; pace?: WritePace; errorsJson?: string },
   ): Promise<void> {
-    const contacts: NewContact[] = batch.rows.map((row) => ({
-      id: row.id,
-      phone_number: row.phoneNumber,
-      country: row.country,
-      first_name: row.firstName,
-      last_name: row.lastName,
-      email: row.email,
-      attributes: row.attributes,
-    }))
-    await this.deps.db.transaction().execute(async (trx) => {
-      const saved = await saveContacts(trx, this.deps, accountId, dedupe(contacts), listId)
-      progress.processed += batch.processed
-      progress.created += saved.created.size
-      progress.existing += batch.rows.length - saved.created.size
-      progress.invalid += batch.errors.length
-      progress.errors.push(...batch.errors.slice(0, KEPT_ERRORS - progress.errors.length))
-      await importQueries.recordProgress(trx, importId, {
-        rows_processed: progress.processed,
-        created_count: progress.created,
-        existing_count: progress.existing,
-        invalid_count: progress.invalid,
-        errors: JSON.stringify(progress.errors),
-        updated_at: this.deps.clock.now().toISOString(),
+    // The store decides how many rows one transaction takes: on SQLite a transaction
+    // blocks this thread from begin to commit, so it is kept to a few milliseconds, and
+    // each one starts from a fresh turn of the event loop. Without that turn the next
+    // batch's message would be taken in the same turn as this write, and so on for as
+    // long as the parser keeps up: no request would be read until the import ended.
+    const pace = (progress.pace ??= writePace(this.deps.db))
+    // A number repeated within a batch is written once; its repeats count as existing.
+    const seen = new Set<string>()
+    let nextRow = 0
+    let nextError = 0
+    while (nextRow < batch.rows.length || nextError < batch.errors.length) {
+      await pace.room()
+      // Each transaction covers consecutive rows of the file, valid or not, so
+      // rows_processed always counts a prefix of it.
+      const end = Math.min(batch.rows.length, nextRow + pace.rows(batch.rows.length - nextRow))
+      const rows = batch.rows.slice(nextRow, end)
+      nextRow = end
+      const before = nextRow < batch.rows.length ? batch.rows[nextRow]![0] : Infinity
+      const firstError = nextError
+      while (nextError < batch.errors.length && batch.errors[nextError]!.row < before) nextError++
+      const errors = batch.errors.slice(firstError, nextError)
+      const contacts: NewContact[] = []
+      for (const [, id, phoneNumber, country, firstName, lastName, email, attributesJson] of rows) {
+        if (seen.has(phoneNumber)) continue
+        seen.add(phoneNumber)
+        contacts.push({ id, phone_number: phoneNumber, country, first_name: firstName, last_name: lastName, email, attributes: NO_ATTRIBUTES, attributes_json: attributesJson })
+      }
+      const started = performance.now()
+      await this.deps.db.transaction().execute(async (trx) => {
+        const created = contacts.length > 0 ? (await saveContacts(trx, this.deps, accountId, contacts, listId)).created.size : 0
+        progress.processed += rows.length + errors.length
+        progress.created += created
+        progress.existing += rows.length - created
+        progress.invalid += errors.length
+        if (errors.length > 0 && progress.errors.length < KEPT_ERRORS) {
+          progress.errors.push(...errors.slice(0, KEPT_ERRORS - progress.errors.length))
+          progress.errorsJson = undefined
+        }
+        await importQueries.recordProgress(trx, importId, {
+          rows_processed: progress.processed,
+          created_count: progress.created,
+          existing_count: progress.existing,
+          invalid_count: progress.invalid,
+          errors: (progress.errorsJson ??= JSON.stringify(progress.errors)),
+          updated_at: this.deps.clock.now().toISOString(),
+        })
       })
-    })
+      pace.took(rows.length, performance.now() - started)
+    }
   }
-}
-
-/** A number repeated within a batch is written once; its repeats count as existing. */
-function dedupe(contacts: NewContact[]): NewContact[] {
-  const seen = new Set<string>()
-  return contacts.filter((c) => !seen.has(c.phone_number) && seen.add(c.phone_number))
 }
 
 function limitBytes(maxBytes: number): Transform {

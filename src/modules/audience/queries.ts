@@ -16,6 +16,8 @@ export interface NewContact {
   last_name: string | null
   email: string | null
   attributes: Record<string, string | number>
+  /** The attributes already as JSON text (the import serializes them off the writing thread); written instead of `attributes`. */
+  attributes_json?: string
 }
 
 type ContactInsertRow = Omit<ContactsTable, 'attributes'> & { attributes: unknown }
@@ -52,7 +54,7 @@ export async function upsertContacts(
       email: c.email,
       country: c.country,
       opted_out: 0,
-      attributes: dialect.toJson(c.attributes),
+      attributes: c.attributes_json ?? dialect.toJson(c.attributes),
       created_at: at,
       updated_at: at,
     })),

@@ -4,17 +4,18 @@ import SQLite from 'better-sqlite3'
 import {
   Kysely,
   PostgresDialect,
-  SqliteDialect,
   sql,
   type Compilable,
-  type SqliteDatabase,
   type DatabaseIntrospector,
   type DatabaseMetadataOptions,
 } from 'kysely'
 import pg from 'pg'
 import type { DatabaseConfig } from '../config.js'
+import { BlockingStorePace, connectedStorePace, registerBulkWrites } from './bulk-writes.js'
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.js'
 import type { DB } from './schema.js'
+import { NonBlockingSqliteDialect, type DriverDatabase } from './sqlite-driver.js'
+import { SqliteMaintenance, type MaintenanceOptions } from './sqlite-maintenance-client.js'
 import { SqliteReader } from './sqlite-reader-client.js'
 
 export interface Store {
@@ -43,17 +44,37 @@ function openSqlite(path: string): Store {
   // last commits, which is the trade every WAL deployment makes.
   database.pragma('synchronous = NORMAL')
   database.pragma('foreign_keys = ON')
-  database.pragma('busy_timeout = 5000')
+  // A lock another connection holds is waited for on a timer, not on this thread
+  // (NonBlockingSqliteDialect).
+  database.pragma('busy_timeout = 0')
   // 64 MiB of page cache (the default is 2 MiB): bulk inserts touch index pages all over
   // the unique (account, phone) index, and counts scan the whole table.
   database.pragma('cache_size = -65536')
   // ANALYZE samples about this many rows per index instead of reading every index whole
-  // (SQLite's own recommendation): statistics after a million-row import in milliseconds.
+  // (SQLite's own recommendation). Even so it takes a few hundred milliseconds on a
+  // million contacts: after an import it runs on the maintenance thread (below).
   database.pragma('analysis_limit = 1000')
+  // A thread of its own copies the WAL back into the database file: a checkpoint in a
+  // COMMIT on this connection writes and fsyncs megabytes while every request waits.
+  // When the log starts over it is cut back to this size.
+  const maintenance = path === ':memory:' ? undefined : new SqliteMaintenance(path, MAINTENANCE, () => database.pragma('wal_autocheckpoint = 1000'))
+  if (maintenance) database.pragma('wal_autocheckpoint = 0')
+  database.pragma(`journal_size_limit = ${MAINTENANCE.limitFrames * 4096}`)
   database.function('ulower', { deterministic: true }, (value: unknown) =>
     value === null || value === undefined ? null : String(value).toLowerCase(),
   )
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) })
+  const db = new Kysely<DB>({ dialect: new NonBlockingSqliteDialect(withStatementCache(database), LOCK_TIMEOUT_MS) })
+  // Statements run on this thread: a bulk write is cut into transactions of a few
+  // milliseconds, and waits for the checkpoints when the log has grown long. ANALYZE
+  // runs on the maintenance thread; this connection then reloads the statistics (a
+  // fraction of a millisecond).
+  registerBulkWrites(db, {
+    pace: () => new BlockingStorePace(() => maintenance?.room() ?? Promise.resolve(), BULK_TRANSACTION_MS),
+    analyze: async (table) => {
+      if (maintenance) await maintenance.analyze(table)
+      await sql`analyze ${sql.raw(maintenance ? 'sqlite_schema' : `"${table}"`)}`.execute(db)
+    },
+  })
   // Started once the file exists. An in-memory database lives on one connection only;
   // there the main connection serves long reads too.
   const reader = path === ':memory:' ? undefined : new SqliteReader(path)
@@ -70,10 +91,17 @@ function openSqlite(path: string): Store {
     },
     close: async () => {
       await reader?.close()
+      await maintenance?.close()
       await db.destroy()
     },
   }
 }
+
+// How long a statement waits for a lock another connection holds, as busy_timeout did.
+const LOCK_TIMEOUT_MS = 5_000
+const MAINTENANCE: MaintenanceOptions = { checkpointEveryMs: 100, limitFrames: 16_384, maxWaitMs: 2_000 }
+// A request that arrives while a bulk transaction runs waits this long at most.
+const BULK_TRANSACTION_MS = 10
 
 const CACHED_STATEMENTS = 500
 
@@ -84,10 +112,13 @@ const CACHED_STATEMENTS = 500
  * used first out. Safe because the driver runs one statement at a time and never
  * streams rows through a shared statement.
  */
-function withStatementCache(database: SQLite.Database): SqliteDatabase {
+function withStatementCache(database: SQLite.Database): DriverDatabase {
   const statements = new Map<string, SQLite.Statement>()
   return {
     close: () => database.close(),
+    get inTransaction() {
+      return database.inTransaction
+    },
     prepare(text: string) {
       let statement = statements.get(text)
       if (statement) {
@@ -120,6 +151,12 @@ function openPostgres(url: string, schema: string | undefined): Store {
     },
   })
   const db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool }) })
+  registerBulkWrites(db, {
+    pace: connectedStorePace,
+    analyze: async (table) => {
+      await postgresDialect.analyze(table).execute(db)
+    },
+  })
   return {
     db,
     dialect: postgresDialect,

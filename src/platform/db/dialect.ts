@@ -18,6 +18,12 @@ export interface Dialect {
   outboxVisible(): RawBuilder<boolean>
   /** Predicate on the outbox: rows after a consumer's cursor, in relay order. */
   outboxAfter(txId: string, id: number): RawBuilder<boolean>
+  /**
+   * Columns of the relay order. On SQLite tx_id is always 0 and id order is commit order:
+   * ordering by id alone walks the primary key, where (tx_id, id) would sort every
+   * pending event to return the first few.
+   */
+  readonly outboxOrder: readonly ('tx_id' | 'id')[]
   /** Whether SELECT ... FOR UPDATE [SKIP LOCKED] exists; without it the store has one writer anyway. */
   readonly rowLocks: boolean
   /**
@@ -59,6 +65,7 @@ export const sqliteDialect: Dialect = {
   name: 'sqlite',
   outboxVisible: () => sql<boolean>`1 = 1`,
   outboxAfter: (_txId, id) => sql<boolean>`id > ${id}`,
+  outboxOrder: ['id'],
   rowLocks: false,
   forUpdateSkipLocked: () => sql``,
   toJson: (value) => JSON.stringify(value),
@@ -101,6 +108,7 @@ export const postgresDialect: Dialect = {
   name: 'postgres',
   outboxVisible: () => sql<boolean>`tx_id < pg_snapshot_xmin(pg_current_snapshot())`,
   outboxAfter: (txId, id) => sql<boolean>`(tx_id, id) > (${txId}::xid8, ${id})`,
+  outboxOrder: ['tx_id', 'id'],
   rowLocks: true,
   forUpdateSkipLocked: () => sql`for update skip locked`,
   toJson: (value) => JSON.stringify(value),

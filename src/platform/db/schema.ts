@@ -217,6 +217,56 @@ export interface BroadcastsTable {
   lease_expires_at: string | null
 }
 
+export interface WebhooksTable {
+  id: string
+  account_id: string
+  endpoint: string
+  event_type: string
+  is_active: number
+  /** Events that occurred before this are not delivered: creation or the latest re-activation. */
+  active_since: string
+  secret: string
+  previous_secret: string | null
+  previous_secret_expires_at: string | null
+  created_at: string
+  updated_at: string
+}
+
+export type WebhookDeliveryStatus = 'pending' | 'delivered' | 'failed'
+
+export interface WebhookDeliveriesTable {
+  id: string
+  webhook_id: string
+  account_id: string
+  event_id: string
+  event_type: string
+  payload: string
+  status: WebhookDeliveryStatus
+  attempts: Generated<number>
+  scheduled_attempts: Generated<number>
+  next_attempt_at: string | null
+  last_attempt_at: string | null
+  created_at: string
+  lease_owner: string | null
+  lease_expires_at: string | null
+}
+
+export interface WebhookLogsTable {
+  id: string
+  delivery_id: string
+  webhook_id: string
+  account_id: string
+  event_id: string
+  event_type: string
+  attempt: number
+  status_code: number
+  success: number
+  duration_ms: number
+  error: string | null
+  response_body: string | null
+  delivered_at: string
+}
+
 export interface DB {
   messages: MessagesTable
   message_recipients: MessageRecipientsTable
@@ -235,4 +285,7 @@ export interface DB {
   api_keys: ApiKeysTable
   outbox: OutboxTable
   outbox_cursors: OutboxCursorsTable
+  webhooks: WebhooksTable
+  webhook_deliveries: WebhookDeliveriesTable
+  webhook_logs: WebhookLogsTable
 }

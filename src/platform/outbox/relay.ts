@@ -6,11 +6,17 @@ import type { DB } from '../db/schema.js'
 import type { EventType, RelayedEvent } from './events.js'
 
 const PRUNE_EVERY_MS = 60_000
-const PRUNE_BATCH = 5_000
+// Small enough that one DELETE on SQLite (which blocks the thread) takes milliseconds.
+const PRUNE_BATCH = 1_000
 
 export interface OutboxConsumer {
   /** Stable name: the consumer's position is stored under it and survives restarts. */
   readonly name: string
+  /**
+   * Where a consumer registered for the first time starts: at the oldest event kept
+   * (the default), or at the end of the outbox, seeing only events committed after.
+   */
+  readonly startAt?: 'beginning' | 'end'
   /**
    * Receives committed events in order. Runs inside the relay's transaction: writes
    * made with `trx` commit together with the consumer's new position, so a consumer
@@ -117,7 +123,12 @@ export class OutboxRelay {
     const before = new Date(this.options.clock.now().getTime() - this.options.retentionMs).toISOString()
     let deleted = 0
     for (;;) {
-      let candidates = db.selectFrom('outbox').select('id').where('occurred_at', '<', before).limit(PRUNE_BATCH)
+      // The oldest events by id, which is about the order they occurred in: with no index
+      // on occurred_at, a filter over the whole table would read every event (a million
+      // after a large import) each time, to delete none. An old event that sits behind a
+      // newer one goes once the newer one is old enough.
+      const oldest = db.selectFrom('outbox').select(['id', 'tx_id', 'occurred_at']).orderBy('id').limit(PRUNE_BATCH)
+      let candidates = db.selectFrom(oldest.as('oldest')).select('oldest.id').where('oldest.occurred_at', '<', before)
       for (const name of this.consumers.keys()) {
         const cursor = byConsumer.get(name)!
         candidates = candidates.where(sql<boolean>`not ${dialect.outboxAfter(cursor.tx_id, Number(cursor.last_id))}`)
@@ -126,6 +137,8 @@ export class OutboxRelay {
       const n = Number(result.numDeletedRows)
       deleted += n
       if (n < PRUNE_BATCH) return deleted
+      // A turn of the event loop between deletes: on SQLite each one blocks the thread.
+      await new Promise((resolve) => setImmediate(resolve))
     }
   }
 
@@ -142,11 +155,20 @@ export class OutboxRelay {
     return relayed
   }
 
+  /** The position of the last event that can be relayed now: nothing committed later lies before it. */
+  private async endOfOutbox(): Promise<{ tx_id: string; last_id: number }> {
+    const { db, dialect } = this.options.store
+    let last = db.selectFrom('outbox').select(['tx_id', 'id']).where(dialect.outboxVisible())
+    for (const column of dialect.outboxOrder) last = last.orderBy(column, 'desc')
+    const row = await last.limit(1).executeTakeFirst()
+    return row ? { tx_id: String(row.tx_id), last_id: Number(row.id) } : { tx_id: '0', last_id: 0 }
+  }
+
   private async passOne(consumer: OutboxConsumer, { waitForLocks }: PassOptions): Promise<number> {
     const { db, dialect } = this.options.store
     await db
       .insertInto('outbox_cursors')
-      .values({ consumer: consumer.name, tx_id: '0', last_id: 0 })
+      .values({ consumer: consumer.name, ...(consumer.startAt === 'end' ? await this.endOfOutbox() : { tx_id: '0', last_id: 0 }) })
       .onConflict((oc) => oc.column('consumer').doNothing())
       .execute()
     return db.transaction().execute(async (trx) => {
@@ -155,15 +177,13 @@ export class OutboxRelay {
       const cursor = await cursorQuery.executeTakeFirst()
       if (!cursor) return 0 // another node holds this consumer's cursor right now
 
-      const rows = await trx
+      let pending = trx
         .selectFrom('outbox')
         .selectAll()
         .where(dialect.outboxAfter(cursor.tx_id, cursor.last_id))
         .where(dialect.outboxVisible())
-        .orderBy('tx_id')
-        .orderBy('id')
-        .limit(this.batchSize)
-        .execute()
+      for (const column of dialect.outboxOrder) pending = pending.orderBy(column)
+      const rows = await pending.limit(this.batchSize).execute()
       if (rows.length === 0) return 0
 
       const events = rows.map(

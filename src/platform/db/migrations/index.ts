@@ -4,6 +4,7 @@ import * as audience from './2026-11-22-0002-audience.js'
 import * as leases from './2026-11-23-0003-leases.js'
 import * as messaging from './2026-11-23-0004-messaging.js'
 import * as broadcastFailure from './2026-11-23-0005-broadcast-failure.js'
+import * as webhooks from './2026-11-23-0006-webhooks.js'
 
 export type MigrationDialect = 'sqlite' | 'postgres'
 
@@ -19,6 +20,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '2026-11-23-0003-leases': leases,
   '2026-11-23-0004-messaging': messaging,
   '2026-11-23-0005-broadcast-failure': broadcastFailure,
+  '2026-11-23-0006-webhooks': webhooks,
 }
 
 /** Brings the store to the newest schema; safe to run on every start and on many nodes at once. */

@@ -1,0 +1,66 @@
+import type { Transaction } from 'kysely'
+import type { Clock } from '../../platform/clock.js'
+import { createBulkInsert } from '../../platform/db/bulk.js'
+import type { DB, WebhookDeliveriesTable } from '../../platform/db/schema.js'
+import { newId } from '../../platform/ids.js'
+import type { OutboxConsumer } from '../../platform/outbox/relay.js'
+import type { RelayedEvent } from '../../platform/outbox/events.js'
+import { activeWebhooksOf } from './queries.js'
+
+type NewDelivery = Pick<WebhookDeliveriesTable, 'id' | 'webhook_id' | 'account_id' | 'event_id' | 'event_type' | 'payload' | 'status' | 'next_attempt_at' | 'created_at'>
+
+const insertDeliveries = createBulkInsert<NewDelivery>({
+  table: 'webhook_deliveries',
+  columns: ['id', 'webhook_id', 'account_id', 'event_id', 'event_type', 'payload', 'status', 'next_attempt_at', 'created_at'],
+})
+
+/** The body every attempt of an event sends: flat JSON with `event` first. */
+export function eventBody(event: Pick<RelayedEvent, 'type' | 'data'>): string {
+  return JSON.stringify({ event: event.type, ...event.data })
+}
+
+/**
+ * The outbox consumer of webhooks: for each event, in outbox order, one delivery per
+ * webhook of the event's account and type that is active and was active when the event
+ * occurred. The deliveries commit with the consumer's position, so each event fans out
+ * exactly once, on whichever node relays it. Registered for the first time, it starts
+ * at the end of the outbox: a new installation does not replay history.
+ */
+export function webhookFanOut(clock: Clock, created: () => void): OutboxConsumer {
+  return {
+    name: 'webhooks',
+    startAt: 'end',
+    async handle(trx: Transaction<DB>, events: readonly RelayedEvent[]): Promise<void> {
+      const accounts = [...new Set(events.map((e) => e.accountId))]
+      const webhooks = await activeWebhooksOf(trx, accounts)
+      if (webhooks.length === 0) return
+      const subscribers = new Map<string, typeof webhooks>()
+      for (const webhook of webhooks) {
+        const key = `${webhook.account_id}\u0000${webhook.event_type}`
+        subscribers.set(key, [...(subscribers.get(key) ?? []), webhook])
+      }
+      const now = clock.now().toISOString()
+      const rows: NewDelivery[] = []
+      for (const event of events) {
+        for (const webhook of subscribers.get(`${event.accountId}\u0000${event.type}`) ?? []) {
+          // Created or re-activated after the event occurred: not its event.
+          if (event.occurredAt < webhook.active_since) continue
+          rows.push({
+            id: newId(),
+            webhook_id: webhook.id,
+            account_id: event.accountId,
+            event_id: event.eventId,
+            event_type: event.type,
+            payload: eventBody(event),
+            status: 'pending',
+            next_attempt_at: now,
+            created_at: now,
+          })
+        }
+      }
+      if (rows.length === 0) return
+      await insertDeliveries(trx, rows)
+      created()
+    },
+  }
+}

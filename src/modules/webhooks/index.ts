@@ -1,0 +1,2 @@
+/** Webhooks: endpoints, event fan-out from the outbox, signed deliveries with retries, logs and their retention. */
+export { Webhooks, type WebhooksOptions } from './webhooks.js'

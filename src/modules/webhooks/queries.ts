@@ -1,0 +1,261 @@
+import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from 'kysely'
+import type { Dialect } from '../../platform/db/dialect.js'
+import type { DB, WebhookDeliveriesTable, WebhookLogsTable, WebhooksTable } from '../../platform/db/schema.js'
+import { Leases } from '../../platform/lease.js'
+
+type Handle = Kysely<DB> | Transaction<DB>
+export type WebhookRow = Selectable<WebhooksTable>
+export type LogRow = Selectable<WebhookLogsTable>
+
+export async function insertWebhook(db: Handle, row: WebhooksTable): Promise<void> {
+  await db.insertInto('webhooks').values(row).execute()
+}
+
+export function findWebhook(db: Handle, accountId: string, webhookId: string) {
+  return db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).where('id', '=', webhookId).executeTakeFirst()
+}
+
+export async function countWebhooks(db: Handle, accountId: string): Promise<number> {
+  const row = await db.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId).executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
+export function listWebhooks(db: Handle, accountId: string, limit: number, offset: number) {
+  return db.selectFrom('webhooks').selectAll().where('account_id', '=', accountId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).offset(offset).execute()
+}
+
+/** Flips isActive; a re-activated webhook gets only the events that occur from `at` on. Returns the new state. */
+export async function toggleWebhook(trx: Transaction<DB>, accountId: string, webhookId: string, at: string): Promise<boolean | undefined> {
+  const row = await trx
+    .updateTable('webhooks')
+    .set({
+      is_active: sql`1 - is_active`,
+      active_since: sql`case when is_active = 0 then ${at} else active_since end`,
+      updated_at: at,
+    })
+    .where('account_id', '=', accountId)
+    .where('id', '=', webhookId)
+    .returning('is_active')
+    .executeTakeFirst()
+  return row && Number(row.is_active) === 1
+}
+
+export async function deactivateWebhook(trx: Transaction<DB>, webhookId: string, at: string): Promise<void> {
+  await trx.updateTable('webhooks').set({ is_active: 0, updated_at: at }).where('id', '=', webhookId).execute()
+}
+
+export async function deleteWebhook(trx: Transaction<DB>, accountId: string, webhookId: string): Promise<boolean> {
+  const result = await trx.deleteFrom('webhooks').where('account_id', '=', accountId).where('id', '=', webhookId).executeTakeFirst()
+  return Number(result.numDeletedRows) > 0
+}
+
+export async function rotateSecret(trx: Transaction<DB>, accountId: string, webhookId: string, secret: string, previousExpiresAt: string, at: string): Promise<boolean> {
+  const result = await trx
+    .updateTable('webhooks')
+    .set({ previous_secret: sql`secret`, previous_secret_expires_at: previousExpiresAt, secret, updated_at: at })
+    .where('account_id', '=', accountId)
+    .where('id', '=', webhookId)
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows) > 0
+}
+
+/** The event types an account's active webhooks subscribe to, as a query to run where the caller chooses. */
+export function activeEventTypes(db: Handle, accountId: string) {
+  return db.selectFrom('webhooks').select('event_type').distinct().where('account_id', '=', accountId).where('is_active', '=', 1)
+}
+
+/** Active webhooks of these accounts, for the fan-out of a batch of events. */
+export function activeWebhooksOf(db: Handle, accountIds: string[]) {
+  return db.selectFrom('webhooks').select(['id', 'account_id', 'event_type', 'active_since']).where('account_id', 'in', accountIds).where('is_active', '=', 1).execute()
+}
+
+/** Pending deliveries nobody is attempting end as failed: their webhook stopped taking events. */
+export async function cancelPendingDeliveries(trx: Transaction<DB>, webhookId: string): Promise<void> {
+  await trx
+    .updateTable('webhook_deliveries')
+    .set({ status: 'failed', next_attempt_at: null })
+    .where('webhook_id', '=', webhookId)
+    .where('status', '=', 'pending')
+    .where('lease_owner', 'is', null)
+    .execute()
+}
+
+export interface ClaimedDelivery {
+  id: string
+  webhookId: string
+  accountId: string
+  eventId: string
+  eventType: string
+  payload: string
+  attempts: number
+  scheduledAttempts: number
+  status: 'pending' | 'delivered' | 'failed'
+  nextAttemptAt: string | null
+  endpoint: string
+  secrets: string[]
+}
+
+type DeliveryJoin = {
+  id: string
+  webhook_id: string
+  account_id: string
+  event_id: string
+  event_type: string
+  payload: string
+  attempts: number | string
+  scheduled_attempts: number | string
+  status: 'pending' | 'delivered' | 'failed'
+  next_attempt_at: string | null
+}
+
+function toClaimed(row: DeliveryJoin, webhook: Pick<WebhookRow, 'endpoint' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>, now: string): ClaimedDelivery {
+  const secrets = [webhook.secret]
+  // A rotated-out secret signs alongside the new one until it expires.
+  if (webhook.previous_secret && webhook.previous_secret_expires_at && webhook.previous_secret_expires_at > now) secrets.push(webhook.previous_secret)
+  return {
+    id: row.id,
+    webhookId: row.webhook_id,
+    accountId: row.account_id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    payload: row.payload,
+    attempts: Number(row.attempts),
+    scheduledAttempts: Number(row.scheduled_attempts),
+    status: row.status,
+    nextAttemptAt: row.next_attempt_at,
+    endpoint: webhook.endpoint,
+    secrets,
+  }
+}
+
+const DELIVERY_COLUMNS = ['id', 'webhook_id', 'account_id', 'event_id', 'event_type', 'payload', 'attempts', 'scheduled_attempts', 'status', 'next_attempt_at'] as const
+
+/** The webhooks these deliveries go to, with what signs them. */
+async function withWebhooks(db: Handle, rows: DeliveryJoin[], now: string): Promise<ClaimedDelivery[]> {
+  if (rows.length === 0) return []
+  const webhooks = await db
+    .selectFrom('webhooks')
+    .select(['id', 'endpoint', 'secret', 'previous_secret', 'previous_secret_expires_at'])
+    .where('id', 'in', [...new Set(rows.map((row) => row.webhook_id))])
+    .execute()
+  const byId = new Map(webhooks.map((w) => [w.id, w]))
+  // A webhook deleted meanwhile took its deliveries with it (cascade): nothing to attempt.
+  return rows.flatMap((row) => {
+    const webhook = byId.get(row.webhook_id)
+    return webhook ? [toClaimed(row, webhook, now)] : []
+  })
+}
+
+/**
+ * Claims due deliveries of active webhooks, leaving out the webhooks given (those this
+ * node is already sending to as much as it may). On PostgreSQL, nodes claiming at once
+ * skip each other's rows instead of waiting on them.
+ */
+export async function claimDueDeliveries(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  claim: { lease_owner: string; lease_expires_at: string },
+  now: string,
+  limit: number,
+  busyWebhookIds: string[],
+): Promise<ClaimedDelivery[]> {
+  const busy = busyWebhookIds.length > 0 ? sql`and d.webhook_id not in (${sql.join(busyWebhookIds)})` : sql``
+  const { rows } = await sql<DeliveryJoin>`
+    update webhook_deliveries set lease_owner = ${claim.lease_owner}, lease_expires_at = ${claim.lease_expires_at}
+    where id in (
+      select d.id from webhook_deliveries d
+      where d.status = 'pending' and d.lease_owner is null and d.next_attempt_at <= ${now} ${busy}
+        and exists (select 1 from webhooks w where w.id = d.webhook_id and w.is_active = 1 and w.active_since <= d.created_at)
+      order by d.next_attempt_at, d.id limit ${limit} ${dialect.forUpdateSkipLocked()}
+    )
+    returning ${sql.join(DELIVERY_COLUMNS.map((c) => sql.ref(c)))}`.execute(db)
+  return withWebhooks(db, rows, now)
+}
+
+/** Claims one delivery for a manual retry; undefined when it is absent, foreign, or being attempted right now. */
+export async function claimDelivery(
+  db: Kysely<DB>,
+  accountId: string,
+  deliveryId: string,
+  claim: { lease_owner: string; lease_expires_at: string },
+  now: string,
+): Promise<ClaimedDelivery | undefined> {
+  const rows = await db
+    .updateTable('webhook_deliveries')
+    .set(claim)
+    .where('id', '=', deliveryId)
+    .where('account_id', '=', accountId)
+    .where('lease_owner', 'is', null)
+    .returning([...DELIVERY_COLUMNS])
+    .execute()
+  const [claimed] = await withWebhooks(db, rows, now)
+  return claimed
+}
+
+/** Gives claimed deliveries back to the queue unchanged. */
+export async function releaseDeliveries(db: Handle, ids: string[]): Promise<void> {
+  if (ids.length === 0) return
+  await db.updateTable('webhook_deliveries').set(Leases.released()).where('id', 'in', ids).execute()
+}
+
+export async function insertDelivery(db: Handle, row: Insertable<WebhookDeliveriesTable>): Promise<void> {
+  await db.insertInto('webhook_deliveries').values(row).execute()
+}
+
+/** Records where a claimed delivery stands after an attempt; false when this node no longer holds it. */
+export async function settleDelivery(
+  trx: Transaction<DB>,
+  deliveryId: string,
+  leaseOwner: string,
+  changes: { status: 'pending' | 'delivered' | 'failed'; attempts: number; scheduled_attempts: number; next_attempt_at: string | null; last_attempt_at: string },
+): Promise<boolean> {
+  const result = await trx
+    .updateTable('webhook_deliveries')
+    .set({ ...changes, ...Leases.released() })
+    .where('id', '=', deliveryId)
+    .where('lease_owner', '=', leaseOwner)
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows) > 0
+}
+
+export async function webhookIsActive(db: Handle, webhookId: string): Promise<boolean> {
+  const row = await db.selectFrom('webhooks').select('is_active').where('id', '=', webhookId).executeTakeFirst()
+  return row !== undefined && Number(row.is_active) === 1
+}
+
+export async function insertLog(db: Handle, row: WebhookLogsTable): Promise<void> {
+  await db.insertInto('webhook_logs').values(row).execute()
+}
+
+export function listLogs(db: Handle, webhookId: string, limit: number) {
+  return db.selectFrom('webhook_logs').selectAll().where('webhook_id', '=', webhookId).orderBy('delivered_at', 'desc').orderBy('id', 'desc').limit(limit).execute()
+}
+
+export function findLog(db: Handle, accountId: string, logId: string) {
+  return db.selectFrom('webhook_logs').selectAll().where('account_id', '=', accountId).where('id', '=', logId).executeTakeFirst()
+}
+
+/** Deletes up to `limit` log entries older than `before`; returns how many. */
+export async function deleteOldLogs(db: Handle, before: string, limit: number): Promise<number> {
+  const oldest = db.selectFrom('webhook_logs').select('id').where('delivered_at', '<', before).orderBy('delivered_at').limit(limit)
+  const result = await db.deleteFrom('webhook_logs').where('id', 'in', oldest).executeTakeFirst()
+  return Number(result.numDeletedRows)
+}
+
+/**
+ * Deletes up to `limit` deliveries that are finished (or can no longer be attempted) and
+ * whose last activity is older than `before`; returns how many.
+ */
+export async function deleteOldDeliveries(db: Handle, before: string, limit: number): Promise<number> {
+  const oldest = db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('created_at', '<', before)
+    .where('lease_owner', 'is', null)
+    .where((eb) => eb.or([eb('status', '<>', 'pending'), eb('next_attempt_at', '<', before)]))
+    .where((eb) => eb.or([eb('last_attempt_at', 'is', null), eb('last_attempt_at', '<', before)]))
+    .orderBy('created_at')
+    .limit(limit)
+  const result = await db.deleteFrom('webhook_deliveries').where('id', 'in', oldest).executeTakeFirst()
+  return Number(result.numDeletedRows)
+}

@@ -1,0 +1,68 @@
+import type { Logger } from 'pino'
+import type { Clock } from '../../platform/clock.js'
+import type { Kysely } from 'kysely'
+import type { DB } from '../../platform/db/schema.js'
+import { deleteOldDeliveries, deleteOldLogs } from './queries.js'
+
+const PURGE_EVERY_MS = 3_600_000
+const FIRST_PURGE_AFTER_MS = 60_000
+// Small enough that one DELETE on SQLite (which blocks the thread) takes milliseconds.
+const PURGE_BATCH = 1_000
+
+/**
+ * Deletes delivery logs, and deliveries that are finished, older than the retention, a
+ * bounded batch per statement with a turn of the event loop between, on every node
+ * (two nodes deleting at once only split the work).
+ */
+export class LogRetention {
+  private timer: NodeJS.Timeout | undefined
+  private running: Promise<unknown> | undefined
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly retentionMs: number,
+  ) {}
+
+  start(): void {
+    this.schedule(FIRST_PURGE_AFTER_MS)
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.timer)
+    this.timer = undefined
+    await this.running
+  }
+
+  private schedule(delayMs: number): void {
+    this.timer = setTimeout(() => {
+      this.running = this.purge()
+        .catch((err: unknown) => this.logger.error({ err }, 'purging old webhook logs failed; retrying at the next run'))
+        .finally(() => {
+          this.running = undefined
+          if (this.timer) this.schedule(PURGE_EVERY_MS)
+        })
+    }, delayMs)
+    this.timer.unref()
+  }
+
+  /** Deletes everything past the retention now; returns how many log entries and deliveries went. */
+  async purge(): Promise<{ logs: number; deliveries: number }> {
+    const before = new Date(this.clock.now().getTime() - this.retentionMs).toISOString()
+    const logs = await this.inBatches(() => deleteOldLogs(this.db, before, PURGE_BATCH))
+    const deliveries = await this.inBatches(() => deleteOldDeliveries(this.db, before, PURGE_BATCH))
+    if (logs + deliveries > 0) this.logger.info({ logs, deliveries }, 'purged webhook logs and deliveries past their retention')
+    return { logs, deliveries }
+  }
+
+  private async inBatches(deleteBatch: () => Promise<number>): Promise<number> {
+    let total = 0
+    for (;;) {
+      const n = await deleteBatch()
+      total += n
+      if (n < PURGE_BATCH) return total
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+  }
+}

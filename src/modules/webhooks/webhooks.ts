@@ -1,0 +1,86 @@
+import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
+import type { Dispatcher } from 'undici'
+import type { Clock } from '../../platform/clock.js'
+import type { Store } from '../../platform/db/connect.js'
+import type { Leases } from '../../platform/lease.js'
+import type { OutboxRelay } from '../../platform/outbox/relay.js'
+import { WebhookDemand } from './demand.js'
+import type { WebhooksDeps } from './deps.js'
+import { webhookFanOut } from './fanout.js'
+import type { ManualAttemptDeps } from './manual.js'
+import { LogRetention } from './retention.js'
+import { webhookRoutes } from './routes.js'
+import { createDeliveryAgent } from './ssrf.js'
+import { DeliveryWorker } from './worker.js'
+
+export interface WebhooksOptions {
+  timeoutMs: number
+  retryScheduleMs: readonly number[]
+  allowPrivateNetworks: boolean
+  logRetentionDays: number
+  /** Tests only: a CA the agent trusts, for a process started without NODE_EXTRA_CA_CERTS. */
+  ca?: string
+}
+
+/** How long this node trusts its answer to "does the account have an active webhook for this type?". */
+const DEMAND_TTL_MS = 1000
+const WORKER = { maxInFlight: 64, maxInFlightPerWebhook: 4, idlePollMs: 250 }
+/** Connections per origin beyond the worker's, for tests and retries sent on request. */
+const MANUAL_CONNECTIONS = 16
+
+/**
+ * The webhooks module put together: routes, the outbox consumer that fans events out to
+ * deliveries, the worker that attempts them, log retention, and the demand broadcasts
+ * ask before writing per-recipient events. app.ts builds one and starts it.
+ */
+export class Webhooks {
+  readonly demand: WebhookDemand
+  private readonly deps: ManualAttemptDeps
+  private readonly agent: Dispatcher
+  private readonly worker: DeliveryWorker
+  private readonly retention: LogRetention
+
+  constructor(store: Store, clock: Clock, leases: Leases, relay: OutboxRelay, logger: Logger, options: WebhooksOptions) {
+    this.demand = new WebhookDemand(store.db, store.readLong, DEMAND_TTL_MS)
+    this.agent = createDeliveryAgent({
+      allowPrivateNetworks: options.allowPrivateNetworks,
+      // Webhooks of one origin share its connections; the worker's own bounds decide how
+      // many attempts run, so a request never queues here behind a slow webhook's.
+      connections: WORKER.maxInFlight + MANUAL_CONNECTIONS,
+      ...(options.ca ? { ca: options.ca } : {}),
+    })
+    const deps: WebhooksDeps = { db: store.db, dialect: store.dialect, clock, demand: this.demand, allowPrivateNetworks: options.allowPrivateNetworks }
+    this.deps = { ...deps, agent: this.agent, leases, timeoutMs: options.timeoutMs, retryScheduleMs: options.retryScheduleMs }
+    this.worker = new DeliveryWorker(deps, this.agent, leases, logger.child({ component: 'webhook-worker' }), {
+      ...WORKER,
+      timeoutMs: options.timeoutMs,
+      retryScheduleMs: options.retryScheduleMs,
+    })
+    this.retention = new LogRetention(store.db, clock, logger.child({ component: 'webhook-retention' }), options.logRetentionDays * 86_400_000)
+    // Registered now, so the relay never prunes events before this consumer has a position.
+    relay.register(webhookFanOut(clock, () => setTimeout(() => this.worker.wake(), 10).unref()))
+  }
+
+  async register(app: FastifyInstance): Promise<void> {
+    await app.register(webhookRoutes, { deps: this.deps })
+  }
+
+  /** Registers leased work and starts the worker and retention; call before leases.start(). */
+  start(): void {
+    this.worker.register()
+    this.worker.start()
+    this.retention.start()
+  }
+
+  async stop(): Promise<void> {
+    await this.retention.stop()
+    await this.worker.stop()
+    await this.agent.close()
+  }
+
+  /** Deletes logs and finished deliveries past the retention now (it also runs hourly). */
+  purgeExpired(): Promise<{ logs: number; deliveries: number }> {
+    return this.retention.purge()
+  }
+}

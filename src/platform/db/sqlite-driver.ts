@@ -1,0 +1,162 @@
+import {
+  CompiledQuery,
+  SelectQueryNode,
+  SqliteDialect,
+  type DatabaseConnection,
+  type Driver,
+  type QueryResult,
+  type SqliteDatabase,
+} from 'kysely'
+
+/** The better-sqlite3 database as the driver uses it: whether a transaction is open decides whether a busy statement may wait. */
+export type DriverDatabase = SqliteDatabase & { readonly inTransaction: boolean }
+
+/**
+ * Kysely's SQLite dialect with a driver that never waits for a lock on the thread.
+ *
+ * The main connection is not the only writer: the maintenance thread's connection runs
+ * ANALYZE after a bulk import and holds the write lock meanwhile. better-sqlite3's busy
+ * timeout waits for such a lock synchronously, stalling every request of every tenant
+ * for as long as the other connection keeps it. Here the connection has no busy timeout:
+ * a statement that finds the lock taken (SQLITE_BUSY) gives the connection up, waits on
+ * a timer and tries again, and other queries use the connection meanwhile.
+ *
+ * Transactions begin IMMEDIATE: a deferred BEGIN takes the write lock only at the first
+ * write, which fails at once (SQLITE_BUSY_SNAPSHOT, no retry possible) if another
+ * connection committed since the transaction's first read. With the lock taken at BEGIN,
+ * a statement inside a transaction never finds it taken.
+ */
+export class NonBlockingSqliteDialect extends SqliteDialect {
+  constructor(
+    private readonly database: DriverDatabase,
+    private readonly lockTimeoutMs: number,
+  ) {
+    super({ database })
+  }
+
+  override createDriver(): Driver {
+    return new NonBlockingSqliteDriver(this.database, this.lockTimeoutMs)
+  }
+}
+
+class NonBlockingSqliteDriver implements Driver {
+  private readonly mutex = new ConnectionMutex()
+  private readonly connection: NonBlockingSqliteConnection
+
+  constructor(
+    private readonly database: DriverDatabase,
+    lockTimeoutMs: number,
+  ) {
+    this.connection = new NonBlockingSqliteConnection(database, this.mutex, lockTimeoutMs)
+  }
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    // One connection: wait until it is released.
+    await this.mutex.lock()
+    return this.connection
+  }
+
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'))
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('commit'))
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('rollback'))
+  }
+
+  async savepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`savepoint ${identifier(name)}`))
+  }
+
+  async rollbackToSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`rollback to ${identifier(name)}`))
+  }
+
+  async releaseSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`release ${identifier(name)}`))
+  }
+
+  async releaseConnection(): Promise<void> {
+    this.mutex.unlock()
+  }
+
+  async destroy(): Promise<void> {
+    this.database.close()
+  }
+}
+
+const identifier = (name: string) => `"${name.replaceAll('"', '""')}"`
+
+class NonBlockingSqliteConnection implements DatabaseConnection {
+  constructor(
+    private readonly database: DriverDatabase,
+    private readonly mutex: ConnectionMutex,
+    private readonly lockTimeoutMs: number,
+  ) {}
+
+  async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    const { sql, parameters } = compiledQuery
+    let deadline: number | undefined
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const statement = this.database.prepare(sql)
+        if (statement.reader) return { rows: statement.all(parameters) as R[] }
+        const { changes, lastInsertRowid } = statement.run(parameters)
+        return {
+          numAffectedRows: changes !== undefined && changes !== null ? BigInt(changes) : undefined,
+          insertId: lastInsertRowid !== undefined && lastInsertRowid !== null ? BigInt(lastInsertRowid) : undefined,
+          rows: [],
+        }
+      } catch (err) {
+        // Inside a transaction this connection holds the write lock already: a busy
+        // error there is not a wait for the lock, and retrying would not end it.
+        if (!isBusy(err) || this.database.inTransaction) throw err
+        deadline ??= Date.now() + this.lockTimeoutMs
+        if (Date.now() >= deadline) throw err
+        // The statement did nothing: the connection serves others while this one waits.
+        this.mutex.unlock()
+        await new Promise((resolve) => setTimeout(resolve, Math.min(2 ** attempt, MAX_RETRY_MS)))
+        await this.mutex.lock()
+      }
+    }
+  }
+
+  async *streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    const { sql, parameters, query } = compiledQuery
+    if (!SelectQueryNode.is(query)) throw new Error('SQLite streams select queries only')
+    for (const row of this.database.prepare(sql).iterate(parameters)) yield { rows: [row as R] }
+  }
+}
+
+const MAX_RETRY_MS = 16
+
+function isBusy(err: unknown): boolean {
+  return err instanceof Error && 'code' in err && typeof err.code === 'string' && err.code.startsWith('SQLITE_BUSY')
+}
+
+/** First come, first served: whoever waits longest gets the connection next. */
+class ConnectionMutex {
+  private locked = false
+  private readonly waiting: (() => void)[] = []
+
+  lock(): Promise<void> {
+    if (!this.locked) {
+      this.locked = true
+      return Promise.resolve()
+    }
+    return new Promise((resolve) => this.waiting.push(resolve))
+  }
+
+  unlock(): void {
+    const next = this.waiting.shift()
+    if (next) next()
+    else this.locked = false
+  }
+}
+

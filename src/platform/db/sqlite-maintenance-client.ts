@@ -1,0 +1,134 @@
+import type { Worker } from 'node:worker_threads'
+import { startWorker } from '../workers.js'
+import type { MaintenanceReply, MaintenanceRequest } from './sqlite-maintenance.js'
+
+const RETRY_MS = 20
+
+export interface MaintenanceOptions {
+  /** How often the thread checkpoints. */
+  checkpointEveryMs: number
+  /** WAL frames beyond which bulk writers wait for the log to be copied back (room()). */
+  limitFrames: number
+  /** The longest room() waits: a long read can keep a checkpoint from completing. */
+  maxWaitMs: number
+}
+
+/**
+ * The main thread's side of sqlite-maintenance.ts. The main connection never
+ * checkpoints (wal_autocheckpoint = 0); this thread does, beside it.
+ *
+ * SQLite starts the WAL over only when a write transaction begins with every frame
+ * already copied back. With writes following each other closely the thread never
+ * catches up between two of them, and the log would grow for as long as an import
+ * runs; so past `limitFrames`, bulk writers wait in room() until it has caught up.
+ * Other writers never wait.
+ */
+export class SqliteMaintenance {
+  private readonly worker: Worker
+  private status = { log: 0, checkpointed: 0 }
+  private statusWaiters: (() => void)[] = []
+  private readonly analyses = new Map<number, { resolve: () => void; reject: (err: Error) => void }>()
+  private nextId = 0
+  private readonly stopped: Promise<void>
+  private closing = false
+  private exited = false
+
+  /** `lost` runs if the thread dies on its own: the main connection must then checkpoint again. */
+  constructor(
+    path: string,
+    private readonly options: MaintenanceOptions,
+    lost: () => void,
+  ) {
+    this.worker = startWorker(import.meta.url, 'sqlite-maintenance', { path, intervalMs: options.checkpointEveryMs })
+    this.worker.unref()
+    let stopped!: () => void
+    this.stopped = new Promise((resolve) => (stopped = resolve))
+    this.worker.on('message', (reply: MaintenanceReply) => {
+      if (reply.type === 'closed') return stopped()
+      if (reply.type === 'analyzed') {
+        const waiter = this.analyses.get(reply.id)
+        this.analyses.delete(reply.id)
+        if (reply.error === undefined) waiter?.resolve()
+        else waiter?.reject(new Error(`ANALYZE failed: ${reply.error}`))
+        return
+      }
+      this.status = { log: reply.log, checkpointed: reply.checkpointed }
+      this.wakeStatusWaiters()
+    })
+    // An error ends the thread; 'exit' follows.
+    this.worker.on('error', () => {})
+    this.worker.on('exit', () => {
+      this.exited = true
+      this.status = { log: 0, checkpointed: 0 }
+      this.wakeStatusWaiters()
+      for (const waiter of this.analyses.values()) waiter.reject(new Error('the SQLite maintenance thread stopped'))
+      this.analyses.clear()
+      stopped()
+      if (!this.closing) lost()
+    })
+  }
+
+  /**
+   * Resolves at once while the WAL is under its limit. Past it, has the thread copy the
+   * log back and resolves once all of it is (the next write then starts it over), or
+   * once copying has made no progress for maxWaitMs: a long read on the reader thread
+   * keeps the frames it may need.
+   */
+  async room(): Promise<void> {
+    if (this.status.log <= this.options.limitFrames) return
+    let deadline = Date.now() + this.options.maxWaitMs
+    let copied = this.status.checkpointed
+    for (;;) {
+      this.send({ type: 'checkpoint' })
+      await this.nextStatus(deadline - Date.now())
+      if (this.status.checkpointed >= this.status.log) break
+      if (this.status.checkpointed !== copied) {
+        copied = this.status.checkpointed
+        deadline = Date.now() + this.options.maxWaitMs
+      }
+      if (Date.now() >= deadline) break
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS))
+    }
+    // Until the thread next reports, the log counts as started over.
+    this.status = { log: 0, checkpointed: 0 }
+  }
+
+  /** Refreshes the planner statistics of `table` on the thread's connection. */
+  analyze(table: string): Promise<void> {
+    if (this.exited) return Promise.reject(new Error('the SQLite maintenance thread stopped'))
+    return new Promise((resolve, reject) => {
+      const id = this.nextId++
+      this.analyses.set(id, { resolve, reject })
+      this.send({ type: 'analyze', id, table })
+    })
+  }
+
+  /** Copies back what is left and closes the thread's connection before the main one closes. */
+  async close(): Promise<void> {
+    this.closing = true
+    this.send({ type: 'close' })
+    await this.stopped
+    await this.worker.terminate()
+  }
+
+  private send(request: MaintenanceRequest): void {
+    this.worker.postMessage(request)
+  }
+
+  private nextStatus(timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, Math.max(0, timeoutMs))
+      function done() {
+        clearTimeout(timer)
+        resolve()
+      }
+      this.statusWaiters.push(done)
+    })
+  }
+
+  private wakeStatusWaiters(): void {
+    const waiters = this.statusWaiters
+    this.statusWaiters = []
+    for (const waiter of waiters) waiter()
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * Worker thread for the SQLite store's upkeep, on a connection of its own, so that none
+ * of it runs on the thread that serves requests:
+ *
+ * - Checkpoints: copying the write-ahead log back into the database file. Left to the
+ *   main connection, one runs inside whichever COMMIT crosses the WAL's size threshold
+ *   and writes and fsyncs megabytes while every request waits. PASSIVE checkpoints never
+ *   wait for readers or writers and never take the write lock, so the main connection
+ *   is not held up either.
+ * - ANALYZE after a bulk change: a few hundred milliseconds on a table of a million rows,
+ *   even sampled. It holds the write lock meanwhile, so it runs one index at a time, and
+ *   a write on the main connection waits for one index at most.
+ */
+import { parentPort, workerData } from 'node:worker_threads'
+import SQLite from 'better-sqlite3'
+import { BACKGROUND_NICE, lowerThreadPriority } from '../thread-priority.js'
+
+export interface CheckpointStatus {
+  type: 'status'
+  /** Frames in the WAL. */
+  log: number
+  /** Of those, frames already copied into the database file. */
+  checkpointed: number
+}
+
+export type MaintenanceRequest = { type: 'checkpoint' } | { type: 'analyze'; id: number; table: string } | { type: 'close' }
+
+export type MaintenanceReply = CheckpointStatus | { type: 'analyzed'; id: number; error?: string } | { type: 'closed' }
+
+const { path, intervalMs } = workerData as { path: string; intervalMs: number }
+const port = parentPort!
+lowerThreadPriority(BACKGROUND_NICE)
+const db = new SQLite(path, { fileMustExist: true })
+// A checkpoint syncs the WAL before copying and the database file after, as the main
+// connection's would.
+db.pragma('synchronous = NORMAL')
+db.pragma('busy_timeout = 5000')
+// The same sampling as the main connection (connect.ts).
+db.pragma('analysis_limit = 1000')
+
+const post = (reply: MaintenanceReply) => port.postMessage(reply)
+let last = { log: -1, checkpointed: -1 }
+
+/** Checkpoints; reports the log's state when it changed, or always when asked. */
+function checkpoint(report: boolean): void {
+  try {
+    const [result] = db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[]
+    if (!result || (!report && result.log === last.log && result.checkpointed === last.checkpointed)) return
+    last = { log: result.log, checkpointed: result.checkpointed }
+  } catch {
+    // SQLITE_BUSY from another checkpoint (a closing connection's): the next tick retries.
+    if (!report) return
+  }
+  post({ type: 'status', ...last })
+}
+
+async function analyze(id: number, table: string): Promise<void> {
+  try {
+    const indexes = db.prepare(`select name from pragma_index_list(?)`).pluck().all(table) as string[]
+    for (const index of indexes) {
+      db.exec(`analyze "${index.replaceAll('"', '""')}"`)
+      // Lets a writer on the main connection, waiting in its busy handler, have the lock.
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    post({ type: 'analyzed', id })
+  } catch (err) {
+    post({ type: 'analyzed', id, error: err instanceof Error ? err.message : String(err) })
+  }
+}
+
+const timer = setInterval(() => checkpoint(false), intervalMs)
+
+port.on('message', (message: MaintenanceRequest) => {
+  if (message.type === 'checkpoint') checkpoint(true)
+  else if (message.type === 'analyze') void analyze(message.id, message.table)
+  else {
+    clearInterval(timer)
+    checkpoint(false)
+    db.close()
+    post({ type: 'closed' })
+  }
+})
