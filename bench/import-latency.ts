@@ -19,6 +19,7 @@
  *        --idle 5 (seconds of the same requests before the import: the machine's own noise)
  *        --target 50  --entry FILE (run this compiled main.js instead of building)  --json FILE
  *        --node-arg ARG (repeatable; e.g. --node-arg=--cpu-prof --node-arg=--trace-gc)
+ *        --loop-log FILE (keep the server's event-loop records of the last run)
  *        --wait-quiet 60 --noise 40 (before each run, wait up to 60 s for a second in which the
  *        machine is busy less than 40% of a core; the machine is shared, and every run
  *        reports the CPU that other work took during it)
@@ -47,6 +48,7 @@ const { values: flags } = parseArgs({
     'node-arg': { type: 'string', multiple: true, default: [] },
     'wait-quiet': { type: 'string', default: '60' },
     noise: { type: 'string', default: '40' },
+    'loop-log': { type: 'string' },
     target: { type: 'string', default: '50' },
     entry: { type: 'string' },
     json: { type: 'string' },
@@ -295,7 +297,7 @@ async function oneRun(run: number, entry: string, csv: string, existingCsv: stri
   } finally {
     await server.stop()
     await fresh?.drop()
-    if (process.env.KEEP_LOOP) { try { writeFileSync(process.env.KEEP_LOOP, readFileSync(loopFile)) } catch {} }
+    if (flags['loop-log'] && existsSync(loopFile)) writeFileSync(flags['loop-log'], readFileSync(loopFile))
     rmSync(dir, { recursive: true, force: true })
   }
 }

@@ -18,10 +18,10 @@ export interface MaintenanceOptions {
  * checkpoints (wal_autocheckpoint = 0); this thread does, beside it.
  *
  * SQLite starts the WAL over only when a write transaction begins with every frame
- * already copied back. With writes following each other closely the thread never
- * catches up between two of them, and the log would grow for as long as an import
- * runs; so past `limitFrames`, bulk writers wait in room() until it has caught up.
- * Other writers never wait.
+ * already copied back and no checkpoint running. With writes following each other
+ * closely that seldom happens, and the log would grow for as long as an import runs;
+ * so past `limitFrames`, bulk writers wait in room() until the thread has copied it all
+ * back and started it over. Other writers never wait.
  */
 export class SqliteMaintenance {
   private readonly worker: Worker
@@ -70,18 +70,18 @@ export class SqliteMaintenance {
 
   /**
    * Resolves at once while the WAL is under its limit. Past it, has the thread copy the
-   * log back and resolves once all of it is (the next write then starts it over), or
-   * once copying has made no progress for maxWaitMs: a long read on the reader thread
-   * keeps the frames it may need.
+   * log back and start it over, and resolves once it has, or once copying has made no
+   * progress for maxWaitMs: a long read on the reader thread keeps the frames it may need.
    */
   async room(): Promise<void> {
     if (this.status.log <= this.options.limitFrames) return
     let deadline = Date.now() + this.options.maxWaitMs
     let copied = this.status.checkpointed
     for (;;) {
-      this.send({ type: 'checkpoint' })
+      this.send({ type: 'checkpoint', restart: true })
       await this.nextStatus(deadline - Date.now())
-      if (this.status.checkpointed >= this.status.log) break
+      // Started over, or at least under the limit again.
+      if (this.status.log <= this.options.limitFrames) return
       if (this.status.checkpointed !== copied) {
         copied = this.status.checkpointed
         deadline = Date.now() + this.options.maxWaitMs
@@ -89,7 +89,7 @@ export class SqliteMaintenance {
       if (Date.now() >= deadline) break
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS))
     }
-    // Until the thread next reports, the log counts as started over.
+    // Given up for now: the writer goes on, and the next report tells whether to wait again.
     this.status = { log: 0, checkpointed: 0 }
   }
 

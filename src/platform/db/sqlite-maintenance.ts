@@ -23,7 +23,7 @@ export interface CheckpointStatus {
   checkpointed: number
 }
 
-export type MaintenanceRequest = { type: 'checkpoint' } | { type: 'analyze'; id: number; table: string } | { type: 'close' }
+export type MaintenanceRequest = { type: 'checkpoint'; restart: boolean } | { type: 'analyze'; id: number; table: string } | { type: 'close' }
 
 export type MaintenanceReply = CheckpointStatus | { type: 'analyzed'; id: number; error?: string } | { type: 'closed' }
 
@@ -34,17 +34,35 @@ const db = new SQLite(path, { fileMustExist: true })
 // A checkpoint syncs the WAL before copying and the database file after, as the main
 // connection's would.
 db.pragma('synchronous = NORMAL')
-db.pragma('busy_timeout = 5000')
+const BUSY_TIMEOUT_MS = 5000
+db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
 // The same sampling as the main connection (connect.ts).
 db.pragma('analysis_limit = 1000')
 
 const post = (reply: MaintenanceReply) => port.postMessage(reply)
 let last = { log: -1, checkpointed: -1 }
 
-/** Checkpoints; reports the log's state when it changed, or always when asked. */
-function checkpoint(report: boolean): void {
+type CheckpointResult = { busy: number; log: number; checkpointed: number }
+
+/**
+ * Checkpoints; reports the log's state when it changed, or always when asked. With
+ * `restart`, once every frame is copied back, also starts the log over (TRUNCATE):
+ * SQLite leaves that to the next writer, which does it only if it begins while no
+ * checkpoint is copying, and under a steady stream of writes that may not happen for a
+ * long time. TRUNCATE takes the write lock for a moment; it does not wait for it (nor
+ * for a reader still on the log), it is asked again instead.
+ */
+function checkpoint(report: boolean, restart = false): void {
   try {
-    const [result] = db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[]
+    let [result] = db.pragma('wal_checkpoint(PASSIVE)') as CheckpointResult[]
+    if (result && restart && result.checkpointed >= result.log && result.log > 0) {
+      db.pragma('busy_timeout = 0')
+      try {
+        ;[result] = db.pragma('wal_checkpoint(TRUNCATE)') as CheckpointResult[]
+      } finally {
+        db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
+      }
+    }
     if (!result || (!report && result.log === last.log && result.checkpointed === last.checkpointed)) return
     last = { log: result.log, checkpointed: result.checkpointed }
   } catch {
@@ -59,7 +77,7 @@ async function analyze(id: number, table: string): Promise<void> {
     const indexes = db.prepare(`select name from pragma_index_list(?)`).pluck().all(table) as string[]
     for (const index of indexes) {
       db.exec(`analyze "${index.replaceAll('"', '""')}"`)
-      // Lets a writer on the main connection, waiting in its busy handler, have the lock.
+      // Lets writers on the main connection, which retry on a timer, have the lock between indexes.
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
     post({ type: 'analyzed', id })
@@ -71,7 +89,7 @@ async function analyze(id: number, table: string): Promise<void> {
 const timer = setInterval(() => checkpoint(false), intervalMs)
 
 port.on('message', (message: MaintenanceRequest) => {
-  if (message.type === 'checkpoint') checkpoint(true)
+  if (message.type === 'checkpoint') checkpoint(true, message.restart)
   else if (message.type === 'analyze') void analyze(message.id, message.table)
   else {
     clearInterval(timer)
