@@ -256,7 +256,9 @@ describe('outbox retention', () => {
       const [recent] = await commit(on, [{ type: 'ContactCreated', accountId, occurredAt: clock.now(), data: {} }])
       await drainUntilRelayed(on, received, recent!)
 
-      expect(await on.app.platform.relay.prune()).toBe(1)
+      // The relay's own periodic prune may have run first, on the advanced clock: either
+      // way the old event goes and the recent one stays.
+      expect(await on.app.platform.relay.prune()).toBeLessThanOrEqual(1)
       expect(await outboxRows(on)).toBe(1)
       const left = await on.app.platform.store.db.selectFrom('outbox').select('event_id').executeTakeFirstOrThrow()
       expect(left.event_id).toBe(recent)
