@@ -86,7 +86,26 @@ async function analyze(id: number, table: string): Promise<void> {
   }
 }
 
-const timer = setInterval(() => checkpoint(false), intervalMs)
+// Once a burst of writes (an import) is over, the log file keeps the size it grew to
+// until it next fills up: when it has stood still, all copied back, for this many ticks
+// and is larger than IDLE_TRUNCATE_FRAMES, it is cut back to nothing.
+const IDLE_TICKS = 10
+const IDLE_TRUNCATE_FRAMES = 4096
+let still = 0
+let seen = { log: -1, checkpointed: -1 }
+
+function tick(): void {
+  checkpoint(false)
+  const unchanged = last.log === seen.log && last.checkpointed === seen.checkpointed
+  seen = last
+  still = unchanged && last.log > IDLE_TRUNCATE_FRAMES && last.checkpointed >= last.log ? still + 1 : 0
+  if (still >= IDLE_TICKS) {
+    still = 0
+    checkpoint(false, true)
+  }
+}
+
+const timer = setInterval(tick, intervalMs)
 
 port.on('message', (message: MaintenanceRequest) => {
   if (message.type === 'checkpoint') checkpoint(true, message.restart)
