@@ -66,7 +66,9 @@ export async function recordHandoffs(
   await db.transaction().execute(async (trx) => {
     const progress = new ProgressBatch(demand)
     const sent = handoffs.filter((h) => h.error === null)
-    const moved = await moveRecipients(trx, nodeId, sent.map((h) => h.recipient.id), { status: 'sent', sent_at: at })
+    // The recipient shows the carrier's id of its first part, written as it moves to sent.
+    const firstParts = new Map(sent.map((h) => [h.recipient.id, h.accepted.find((p) => p.sequence === 1)?.carrierMessageId ?? null]))
+    const moved = await moveRecipients(trx, nodeId, sent.map((h) => h.recipient.id), { status: 'sent', sent_at: at }, firstParts)
     const sentHere = sent.filter((h) => moved.has(h.recipient.id))
 
     const byCarrier = new Map<Carrier, Handoff[]>()
@@ -82,16 +84,6 @@ export async function recordHandoffs(
       )
       const books: AcceptedPart[] = parts.map(({ h, p }) => ({ partId: partId(h.recipient.id, p.sequence), carrierMessageId: p.carrierMessageId, to: h.recipient.phoneNumber }))
       await carrier.record?.(trx, books)
-    }
-    // The recipient shows the carrier's id of its first part.
-    for (let start = 0; start < sentHere.length; start += IDS_PER_STATEMENT) {
-      await trx
-        .updateTable('message_recipients')
-        .set({
-          carrier_message_id: sql`(select p.carrier_message_id from carrier_parts p where p.recipient_id = message_recipients.id and p.sequence = 1)`,
-        })
-        .where('id', 'in', sentHere.slice(start, start + IDS_PER_STATEMENT).map((h) => h.recipient.id))
-        .execute()
     }
     for (const h of sentHere) {
       progress.count(h.message.id, h.message.broadcastId, { sent: 1 })
@@ -122,13 +114,15 @@ async function moveRecipients(
   nodeId: string,
   ids: readonly number[],
   changes: { status: 'sent'; sent_at: string } | { status: 'failed'; failed_at: string; error: string },
+  carrierIds?: ReadonlyMap<number, string | null>,
 ): Promise<Set<number>> {
   const moved = new Set<number>()
   for (let start = 0; start < ids.length; start += IDS_PER_STATEMENT) {
+    const chunk = ids.slice(start, start + IDS_PER_STATEMENT)
     const rows = await trx
       .updateTable('message_recipients')
-      .set({ ...changes, ...Leases.released() })
-      .where('id', 'in', ids.slice(start, start + IDS_PER_STATEMENT))
+      .set({ ...changes, ...Leases.released(), ...(carrierIds ? { carrier_message_id: carrierIdCase(chunk, carrierIds) } : {}) })
+      .where('id', 'in', chunk)
       .where('status', '=', 'queued')
       .where('lease_owner', '=', nodeId)
       .returning('id')
@@ -136,4 +130,10 @@ async function moveRecipients(
     for (const row of rows) moved.add(Number(row.id))
   }
   return moved
+}
+
+/** `case id when … then … end`: one statement gives each row its own value. */
+function carrierIdCase(ids: readonly number[], carrierIds: ReadonlyMap<number, string | null>) {
+  const branches = ids.map((id) => sql`when ${id} then ${carrierIds.get(id) ?? null}`)
+  return sql<string | null>`case id ${sql.join(branches, sql` `)} end`
 }

@@ -107,6 +107,7 @@ export class ReceiptRecorder {
         const deliveredParts = new Map<number, number>()
         const failedRecipients = new Map<number, { error: string; at: Date; part: (typeof parts)[number] }>()
         const seen = new Set<string>()
+        const partsByStatus = new Map<CarrierReceipt['status'], string[]>()
         for (const pending of group) {
           const part = partById.get(pending.receipt.carrierMessageId)
           if (!part) continue
@@ -115,17 +116,18 @@ export class ReceiptRecorder {
           if (part.part_status !== 'sent' || seen.has(part.carrier_message_id)) continue
           seen.add(part.carrier_message_id)
           const { receipt } = pending
-          await trx
-            .updateTable('carrier_parts')
-            .set({ status: receipt.status })
-            .where('carrier', '=', carrier)
-            .where('carrier_message_id', '=', part.carrier_message_id)
-            .execute()
+          const sameStatus = partsByStatus.get(receipt.status)
+          if (sameStatus) sameStatus.push(part.carrier_message_id)
+          else partsByStatus.set(receipt.status, [part.carrier_message_id])
           const ref = { messageId: part.message_id, accountId: part.account_id, phoneNumber: part.phone_number }
           await progress.event(deliveryReceipt(ref, receipt), part.kind === 'broadcast')
           const recipientId = Number(part.recipient_id)
           if (receipt.status === 'delivered') deliveredParts.set(recipientId, (deliveredParts.get(recipientId) ?? 0) + 1)
           else if (!failedRecipients.has(recipientId)) failedRecipients.set(recipientId, { error: receipt.error ?? 'failed at the carrier', at: receipt.receivedAt, part })
+        }
+        // One statement per status rather than one per part: a busy SMSC sends thousands a second.
+        for (const [status, ids] of partsByStatus) {
+          await trx.updateTable('carrier_parts').set({ status }).where('carrier', '=', carrier).where('carrier_message_id', 'in', ids).execute()
         }
 
         for (const [recipientId, { error, at, part }] of failedRecipients) {
