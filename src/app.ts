@@ -106,6 +106,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     simulatorDeliveryDelayMs: config.simulatorDeliveryDelayMs,
     ...(config.smppUrl ? { smpp: { url: config.smppUrl, window: config.smppWindow, maxPerSecond: config.smppMaxPerSecond } } : {}),
     dispatchBatchSize: config.dispatchBatchSize,
+    dispatchConcurrency: config.dispatchConcurrency ?? (config.database.kind === 'postgres' ? 4 : 1),
   })
   const accountsDeps = { db: store.db, clock, sessions, allowSignup: config.allowSignup, signupCredits: config.signupCredits }
 

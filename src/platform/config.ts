@@ -49,6 +49,8 @@ export interface Config {
   smppMaxPerSecond: number
   /** Recipients the dispatcher claims and records at once. */
   dispatchBatchSize: number
+  /** Dispatch batches in flight at once; undefined: 4 on PostgreSQL, 1 on SQLite. */
+  dispatchConcurrency: number | undefined
   /** How long one webhook delivery attempt may take, connection to response. */
   webhookTimeoutMs: number
   /** Delays before each automatic retry of a failed webhook delivery, in order. */
@@ -127,6 +129,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smppWindow: read.integer('SMPP_WINDOW', 10, 1, 1000),
     smppMaxPerSecond: read.integer('SMPP_MAX_PER_SECOND', 100, 1, 100_000),
     dispatchBatchSize: read.integer('DISPATCH_BATCH_SIZE', 500, 1, 5000),
+    dispatchConcurrency: read.optional('DISPATCH_CONCURRENCY') === undefined ? undefined : read.integer('DISPATCH_CONCURRENCY', 1, 1, 32),
     webhookTimeoutMs: read.integer('WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
     webhookRetryScheduleMs: read.durations('WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h'),
     webhookAllowPrivateNetworks: read.boolean('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),

@@ -39,6 +39,7 @@ export function testConfig(database: DatabaseConfig, overrides: Partial<Config> 
     smppWindow: 10,
     smppMaxPerSecond: 1000,
     dispatchBatchSize: 500,
+    dispatchConcurrency: undefined,
     webhookTimeoutMs: 2_000,
     webhookRetryScheduleMs: [200, 400],
     // Receivers in tests listen on 127.0.0.1; the SSRF tests turn this off.

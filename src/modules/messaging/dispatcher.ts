@@ -16,6 +16,13 @@ export interface DispatcherOptions {
   batchSize: number
   /** How often an idle dispatcher looks for due recipients (new sends wake it at once). */
   idlePollMs: number
+  /**
+   * Batches in flight at once. On PostgreSQL a batch spends most of its time waiting for
+   * round trips and commits, so several overlap; SQLite's statements run on this thread.
+   */
+  concurrency: number
+  /** A wake-up waits this long, so that sends arriving together share one claim. */
+  wakeDelayMs: number
 }
 
 export interface Carriers {
@@ -36,8 +43,9 @@ const MESSAGES_CACHED = 1000
  */
 export class Dispatcher {
   private running = false
-  private loop: Promise<void> | undefined
-  private wakeUp: (() => void) | undefined
+  private loops: Promise<void>[] = []
+  private readonly sleepers = new Set<() => void>()
+  private waking: NodeJS.Timeout | undefined
   private readonly messages = new Map<string, MessageInfo>()
   private readonly slots = new Map<Carrier, Semaphore>()
 
@@ -62,18 +70,28 @@ export class Dispatcher {
 
   start(): void {
     this.running = true
-    this.loop = this.run()
+    this.loops = Array.from({ length: this.options.concurrency }, () => this.run())
   }
 
-  /** New recipients are queued: look now instead of at the next poll. */
+  /** New recipients are queued: look now (after wakeDelayMs) instead of at the next poll. */
   wake(): void {
-    this.wakeUp?.()
+    if (this.waking || this.sleepers.size === 0) return
+    this.waking = setTimeout(() => {
+      this.waking = undefined
+      this.wakeAll()
+    }, this.options.wakeDelayMs)
   }
 
   async stop(): Promise<void> {
     this.running = false
-    this.wake()
-    await this.loop
+    clearTimeout(this.waking)
+    this.waking = undefined
+    this.wakeAll()
+    await Promise.all(this.loops)
+  }
+
+  private wakeAll(): void {
+    for (const wakeUp of [...this.sleepers]) wakeUp()
   }
 
   private async run(): Promise<void> {
@@ -93,16 +111,15 @@ export class Dispatcher {
   }
 
   private idle(): Promise<void> {
+    if (!this.running) return Promise.resolve()
     return new Promise((resolve) => {
-      const timer = setTimeout(done, this.options.idlePollMs)
-      function done() {
+      const done = () => {
         clearTimeout(timer)
+        this.sleepers.delete(done)
         resolve()
       }
-      this.wakeUp = () => {
-        this.wakeUp = undefined
-        done()
-      }
+      const timer = setTimeout(done, this.options.idlePollMs)
+      this.sleepers.add(done)
     })
   }
 

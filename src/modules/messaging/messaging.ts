@@ -24,6 +24,8 @@ export interface MessagingOptions {
   simulatorDeliveryDelayMs: number
   smpp?: { url: string; window: number; maxPerSecond: number }
   dispatchBatchSize: number
+  /** Dispatch batches in flight at once (see DispatcherOptions). */
+  dispatchConcurrency: number
   scheduler?: BroadcastSchedulerOptions
   broadcastQueue?: BroadcastQueueOptions
 }
@@ -85,6 +87,8 @@ export class Messaging {
     this.dispatcher = new Dispatcher(this.deps, { live: this.live, sandbox: this.sandbox }, this.receipts, leases, logger.child({ component: 'dispatcher' }), {
       batchSize,
       idlePollMs: 250,
+      concurrency: options.dispatchConcurrency,
+      wakeDelayMs: 2,
     })
     this.scheduler = new BroadcastScheduler(
       this.deps,

@@ -46,7 +46,8 @@ export class ProgressBatch {
 
   /** Writes the counters, the events, and completes broadcasts whose every recipient is final. */
   async write(trx: Transaction<DB>, at: Date): Promise<void> {
-    for (const [messageId, change] of this.counters) {
+    // In id order: concurrent batches on PostgreSQL lock the same rows in the same order.
+    for (const [messageId, change] of [...this.counters].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       if (change.sent === 0 && change.delivered === 0 && change.failed === 0) continue
       await trx
         .updateTable('messages')

@@ -24,7 +24,8 @@ beforeAll(async () => {
   smsc = await TestSmsc.start(CREDENTIALS)
   await smsc.setReceipts('on', [UNDELIVERABLE])
   server = await startServer({
-    config: { carrier: 'smpp', smppUrl: smsc.url(), smppWindow: 10, smppMaxPerSecond: 1000, adminToken: TEST_ADMIN_TOKEN },
+    // One dispatch loop: a test below keeps it busy with a throttled submit.
+    config: { carrier: 'smpp', smppUrl: smsc.url(), smppWindow: 10, smppMaxPerSecond: 1000, adminToken: TEST_ADMIN_TOKEN, dispatchConcurrency: 1 },
   })
   probe = await EventProbe.attach(server, 'smpp-e2e')
   alice = await signUp(server)
