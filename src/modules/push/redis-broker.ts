@@ -1,0 +1,442 @@
+import { randomBytes } from 'node:crypto'
+import type { Redis } from 'ioredis'
+import type { LocalFanout, PublishResult, PushBroker, PushEvent, ReplayResult } from './broker.js'
+import { LuaScript, publishLua } from './redis-scripts.js'
+
+export interface RedisPushBrokerOptions {
+  /** This server's name; the broker adds a random suffix per start, see `instance`. */
+  nodeId: string
+  historySize: number
+  historyTtlS: number
+  /** Kept for the composition root's call; the subscriber is `redis.duplicate()`, same URL. */
+  redisUrl: string
+  /** Namespace of every key and pub/sub channel; tests give each run its own. */
+  keyPrefix?: string
+  /** How long a node counts as live after its last heartbeat; heartbeats come 3 times as often. */
+  livenessTtlMs?: number
+}
+
+/** One (account, channel) this node is subscribed to, with its open connections. */
+interface Subscription {
+  accountId: string
+  channel: string
+  connections: number
+  /** Settles when Redis has acknowledged the SUBSCRIBE. */
+  ready: Promise<unknown>
+  /**
+   * The newest id on the channel this node has handed out or seen in its stream since the
+   * SUBSCRIBE took effect: where a resubscription after a lost connection resumes.
+   * Unset until then.
+   */
+  lastId?: string
+}
+
+interface Received {
+  subscription: Subscription
+  event: PushEvent
+}
+
+const publishScript = new LuaScript(publishLua)
+const ID = /^(0|[1-9]\d{0,15})-(0|[1-9]\d{0,15})$/
+
+/**
+ * Cluster mode: history in Redis Streams, fan-out to every node through Redis pub/sub.
+ *
+ * Keys, all of one account under one hash tag (one Redis Cluster slot):
+ *   {a}:last       the account's last issued id
+ *   {a}:h:<c>      the channel's history, a stream whose entry ids are the event ids
+ *   {a}:t:<c>      the highest id trimmed from that stream
+ *   {a}:n:<c>      hash: node instance -> connections open on it for the channel
+ *   {a}:c:<c>      (pub/sub channel) the channel's live events
+ *   node:<i>       a node instance's liveness, refreshed by its heartbeat
+ *
+ * This node subscribes once per (account, channel) it has connections for, whatever the
+ * number of connections, rather than once per account: a node then receives only the events
+ * it has someone to hand to, where a per-account subscription would bring it every channel
+ * of a busy account. Redis handles millions of pub/sub channels; all of them share one
+ * connection, and Redis writes to it in the order the publishes ran, which is id order.
+ * If that connection drops, ioredis subscribes again on reconnecting and this broker reads
+ * what was published meanwhile from the streams before going on live (recover).
+ *
+ * `delivered` sums the counts of live nodes only, so a dead node's connections stop counting
+ * once its liveness key lapses (livenessTtlMs).
+ */
+export class RedisPushBroker implements PushBroker {
+  private readonly prefix: string
+  private readonly historyTtlMs: number
+  private readonly livenessTtlMs: number
+  /**
+   * This run's name in Redis. Random per start, so a node restarting under the same nodeId
+   * never inherits the counts its previous run left behind when it died.
+   */
+  private readonly instance: string
+  private readonly subscriptions = new Map<string, Subscription>()
+  private subscriber: Redis | undefined
+  private local: LocalFanout | undefined
+  private heartbeat: NodeJS.Timeout | undefined
+  /** Live events held back while a resubscription catches up from the streams. */
+  private held: Received[] | undefined
+  /** Per subscription, the newest id a catch-up handed out: held events up to it are repeats. */
+  private readonly caughtUp = new Map<Subscription, string>()
+  private recoveries: Promise<void> = Promise.resolve()
+  private recoveriesPending = 0
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly options: RedisPushBrokerOptions,
+  ) {
+    if (!Number.isInteger(options.historySize) || options.historySize < 1) {
+      throw new RangeError('historySize must be a positive integer')
+    }
+    this.prefix = options.keyPrefix ?? 'push:'
+    if (/[{}]/.test(this.prefix)) throw new RangeError('keyPrefix must not contain braces: they would become the hash tag')
+    this.historyTtlMs = options.historyTtlS * 1000
+    this.livenessTtlMs = options.livenessTtlMs ?? 15_000
+    this.instance = `${options.nodeId}/${randomBytes(6).toString('base64url')}`
+  }
+
+  async start(local: LocalFanout): Promise<void> {
+    this.local = local
+    // Named, so an operator (or a test) can tell it in CLIENT LIST.
+    const subscriber = this.redis.duplicate({ connectionName: `push-subscriber:${this.instance}` })
+    this.subscriber = subscriber
+    subscriber.on('messageBuffer', (channel, message) => this.receive(channel.toString(), message))
+    let isFirstConnection = true
+    subscriber.on('ready', () => {
+      if (isFirstConnection) isFirstConnection = false
+      else this.recover(subscriber)
+    })
+    await this.redis.set(this.livenessKey(), '1', 'PX', this.livenessTtlMs)
+    // A failed beat (Redis unreachable) is simply tried again on the next tick; by the
+    // time the key lapses, publishes are failing for everyone anyway.
+    this.heartbeat = setInterval(() => void this.beat().catch(() => {}), Math.max(1, Math.floor(this.livenessTtlMs / 3)))
+    // The shared ping loop keeps the process alive; this timer must not on its own.
+    this.heartbeat.unref()
+  }
+
+  async stop(): Promise<void> {
+    this.local = undefined
+    clearInterval(this.heartbeat)
+    this.heartbeat = undefined
+    const subscriptions = [...this.subscriptions.values()]
+    this.subscriptions.clear()
+    // A pipeline, not MULTI: the keys span accounts, so slots, and nothing here needs atomicity.
+    const cleanup = this.redis.pipeline()
+    for (const { accountId, channel } of subscriptions) cleanup.hdel(this.key(accountId, 'n', channel), this.instance)
+    cleanup.del(this.livenessKey())
+    await cleanup.exec()
+    // QUIT drops every subscription with the connection.
+    await this.subscriber?.quit()
+    this.subscriber = undefined
+  }
+
+  async publish(accountId: string, channel: string, event: string, data: string): Promise<PublishResult> {
+    const result = (await publishScript.run(
+      this.redis,
+      [
+        this.key(accountId, 'last'),
+        this.key(accountId, 'h', channel),
+        this.key(accountId, 't', channel),
+        this.key(accountId, 'n', channel),
+      ],
+      [
+        this.options.historySize,
+        this.historyTtlMs,
+        this.key(accountId, 'c', channel),
+        `${this.prefix}node:`,
+        event,
+        data,
+      ],
+    )) as [string, number]
+    return { id: result[0], delivered: result[1] }
+  }
+
+  async opened(accountId: string, channels: readonly string[]): Promise<void> {
+    const subscriber = this.requireSubscriber()
+    const counted: Subscription[] = []
+    for (const channel of new Set(channels)) {
+      const name = this.key(accountId, 'c', channel)
+      let subscription = this.subscriptions.get(name)
+      if (!subscription) {
+        const created: Subscription = { accountId, channel, connections: 0, ready: Promise.resolve() }
+        created.ready = subscriber.subscribe(name).then(() => this.markNewest(created))
+        subscription = created
+        this.subscriptions.set(name, subscription)
+      }
+      subscription.connections++
+      counted.push(subscription)
+    }
+    try {
+      // Counts are written as absolute values from this node's tally, in call order on
+      // one connection, so the last write is always the latest tally.
+      const counts = this.redis.multi()
+      for (const { accountId, channel, connections } of counted) {
+        counts.hset(this.key(accountId, 'n', channel), this.instance, connections)
+      }
+      await Promise.all([...counted.map((s) => s.ready), execOrThrow(counts)])
+    } catch (error) {
+      // Nothing to close after a failed open: undo this call's share.
+      await this.closed(accountId, counted.map((s) => s.channel)).catch(() => {})
+      throw error
+    }
+  }
+
+  async closed(accountId: string, channels: readonly string[]): Promise<void> {
+    const counts = this.redis.multi()
+    const unsubscribe: string[] = []
+    for (const channel of new Set(channels)) {
+      const name = this.key(accountId, 'c', channel)
+      const subscription = this.subscriptions.get(name)
+      if (!subscription) continue
+      subscription.connections--
+      const countsKey = this.key(accountId, 'n', channel)
+      if (subscription.connections > 0) {
+        counts.hset(countsKey, this.instance, subscription.connections)
+      } else {
+        this.subscriptions.delete(name)
+        unsubscribe.push(name)
+        counts.hdel(countsKey, this.instance)
+      }
+    }
+    const pending: Promise<unknown>[] = counts.length > 0 ? [execOrThrow(counts)] : []
+    // An opened() racing this one re-subscribes after the UNSUBSCRIBE, on the same connection.
+    if (unsubscribe.length > 0 && this.subscriber) pending.push(this.subscriber.unsubscribe(...unsubscribe))
+    await Promise.all(pending)
+  }
+
+  async replay(accountId: string, channels: readonly string[], afterId: string): Promise<ReplayResult> {
+    const unique = [...new Set(channels)]
+    const after = parseId(afterId)
+    const history = await this.readHistory(accountId, unique, after && afterId)
+    if (!after) return { events: history.events, complete: false }
+    // The id must be one this account could have been given (an id from before Redis lost
+    // its data, or from another server, can be past the last one), else the client gets
+    // all that is held, as for a malformed id.
+    if (!history.last || compareParsed(after, history.last) > 0) {
+      return { events: (await this.readHistory(accountId, unique, undefined)).events, complete: false }
+    }
+    // A stream idle for the TTL expires whole, leaving no watermark behind, so an id older
+    // than the TTL may have missed events nothing records any more.
+    const complete =
+      history.isWhole &&
+      after.ms >= history.nowMs - this.historyTtlMs &&
+      history.watermarks.every((watermark) => !watermark || compareParsed(watermark, after) <= 0)
+    return { events: history.events, complete }
+  }
+
+  /**
+   * The kept events after `afterId` (all kept events without one) on these channels.
+   * One MULTI reads every channel at one instant. Read one by one, a publish between two
+   * reads could land after the first read yet below the second's newest id, and the caller,
+   * who goes live after the newest replayed id, would never see it.
+   */
+  private async readHistory(accountId: string, channels: readonly string[], afterId: string | undefined) {
+    const size = this.options.historySize
+    const read = this.redis.multi().time().get(this.key(accountId, 'last'))
+    for (const channel of channels) {
+      read.get(this.key(accountId, 't', channel))
+      // Newest first, one more than history holds: getting that one means the channel
+      // holds more after the id than a replay hands out (a history size lowered since).
+      read.xrevrange(this.key(accountId, 'h', channel), '+', afterId ? `(${afterId}` : '-', 'COUNT', size + 1)
+    }
+    const replies = await execOrThrow(read)
+    const [seconds, micros] = replies[0] as [string, string]
+    let isWhole = true
+    const events: PushEvent[] = []
+    const watermarks = channels.map((channel, i) => {
+      const entries = replies[3 + 2 * i] as [string, string[]][]
+      if (entries.length > size) {
+        isWhole = false
+        entries.length = size
+      }
+      for (const [id, fields] of entries) events.push({ id, channel, ...readFields(fields) })
+      return parseId(replies[2 + 2 * i] as string | null)
+    })
+    events.sort((a, b) => this.compareIds(a.id, b.id))
+    return {
+      nowMs: Number(seconds) * 1000 + Math.floor(Number(micros) / 1000),
+      last: parseId(replies[1] as string | null),
+      watermarks,
+      isWhole,
+      events,
+    }
+  }
+
+  /** Numeric order of `<ms>-<seq>`; an id that is not one puts itself before every id that is. */
+  compareIds(a: string, b: string): number {
+    const left = parseId(a)
+    const right = parseId(b)
+    if (!left || !right) return (left ? 1 : 0) - (right ? 1 : 0)
+    return compareParsed(left, right)
+  }
+
+  private receive(name: string, message: Buffer): void {
+    const subscription = this.subscriptions.get(name)
+    // Unsubscribed meanwhile: nobody on this node waits for it.
+    if (!subscription) return
+    const idEnd = message.indexOf(10)
+    const lengthEnd = message.indexOf(10, idEnd + 1)
+    const eventEnd = lengthEnd + 1 + Number(message.toString('latin1', idEnd + 1, lengthEnd))
+    const event: PushEvent = {
+      id: message.toString('latin1', 0, idEnd),
+      channel: subscription.channel,
+      event: message.toString('utf8', lengthEnd + 1, eventEnd),
+      data: message.toString('utf8', eventEnd),
+    }
+    if (this.held) this.held.push({ subscription, event })
+    else this.hand(subscription, event)
+  }
+
+  private hand(subscription: Subscription, event: PushEvent): void {
+    if (!subscription.lastId || this.compareIds(event.id, subscription.lastId) > 0) subscription.lastId = event.id
+    this.local?.deliver(subscription.accountId, event)
+  }
+
+  /** Sets where a resubscription would resume: the stream's newest id once the SUBSCRIBE is on. */
+  private async markNewest(subscription: Subscription): Promise<void> {
+    const newest = await this.redis.xrevrange(this.key(subscription.accountId, 'h', subscription.channel), '+', '-', 'COUNT', 1)
+    const id = newest[0]?.[0] ?? '0-0'
+    if (!subscription.lastId || this.compareIds(id, subscription.lastId) > 0) subscription.lastId = id
+  }
+
+  /**
+   * The subscriber connection came back (ioredis has sent the SUBSCRIBEs again): what was
+   * published meanwhile never reached this node, so it is read from the streams and handed
+   * out first, in id order per account, and live events wait until then. Without this, every
+   * connection on this node would silently miss those events.
+   */
+  private recover(subscriber: Redis): void {
+    this.held ??= []
+    this.recoveriesPending++
+    this.recoveries = this.recoveries
+      .then(() => this.catchUp(subscriber))
+      // A failed catch-up (Redis gone again) leaves a gap; holding live events back until
+      // some later reconnection instead could hold them without bound.
+      .catch(() => {})
+      .finally(() => {
+        if (--this.recoveriesPending > 0) return
+        const held = this.held ?? []
+        this.held = undefined
+        for (const { subscription, event } of held) {
+          const caughtUp = this.caughtUp.get(subscription)
+          if (caughtUp && this.compareIds(event.id, caughtUp) <= 0) continue
+          this.hand(subscription, event)
+        }
+        this.caughtUp.clear()
+      })
+  }
+
+  private async catchUp(subscriber: Redis): Promise<void> {
+    // Answered after the SUBSCRIBEs sent on reconnecting: from here on, events arrive (held).
+    await subscriber.ping()
+    const byAccount = new Map<string, Subscription[]>()
+    for (const subscription of this.subscriptions.values()) {
+      // No lastId: subscribed while disconnected; its connections replay for themselves.
+      if (!subscription.lastId) continue
+      const list = byAccount.get(subscription.accountId) ?? []
+      list.push(subscription)
+      byAccount.set(subscription.accountId, list)
+    }
+    for (const [accountId, subscriptions] of byAccount) {
+      const read = this.redis.multi()
+      for (const { channel, lastId } of subscriptions) {
+        read.xrange(this.key(accountId, 'h', channel), `(${lastId}`, '+', 'COUNT', this.options.historySize)
+      }
+      const replies = await execOrThrow(read)
+      const missed: Received[] = []
+      subscriptions.forEach((subscription, i) => {
+        for (const [id, fields] of replies[i] as [string, string[]][]) {
+          missed.push({ subscription, event: { id, channel: subscription.channel, ...readFields(fields) } })
+        }
+      })
+      missed.sort((a, b) => this.compareIds(a.event.id, b.event.id))
+      for (const { subscription, event } of missed) {
+        this.hand(subscription, event)
+        this.caughtUp.set(subscription, event.id)
+      }
+    }
+    // The streams were read on the other connection. A live event published before that read
+    // may still be in flight on this one, and would come after the held ones are let go, a
+    // repeat nobody filters. Its answer coming back means all such events are in.
+    await subscriber.ping()
+  }
+
+  /**
+   * Renews this node's liveness. If it had lapsed (a long pause), publishes may have
+   * dropped this node's counts as a dead node's, so they are written again.
+   */
+  private async beat(): Promise<void> {
+    const renewed = await this.redis.pexpire(this.livenessKey(), this.livenessTtlMs)
+    if (renewed === 1) return
+    const rewrite = this.redis.pipeline().set(this.livenessKey(), '1', 'PX', this.livenessTtlMs)
+    for (const { accountId, channel, connections } of this.subscriptions.values()) {
+      rewrite.hset(this.key(accountId, 'n', channel), this.instance, connections)
+    }
+    await execOrThrow(rewrite)
+  }
+
+  private requireSubscriber(): Redis {
+    if (!this.subscriber) throw new Error('RedisPushBroker: start() first')
+    return this.subscriber
+  }
+
+  private livenessKey(): string {
+    return `${this.prefix}node:${this.instance}`
+  }
+
+  private key(accountId: string, kind: 'last'): string
+  private key(accountId: string, kind: 'h' | 't' | 'n' | 'c', channel: string): string
+  private key(accountId: string, kind: string, channel?: string): string {
+    const base = `${this.prefix}{${keySegment(accountId)}}:${kind}`
+    return channel === undefined ? base : `${base}:${keySegment(channel)}`
+  }
+}
+
+/**
+ * A name as a key segment, one to one: plain names stay readable; any other name is
+ * base64url behind a mark no plain name has (`~` for UTF-8, `!` for UTF-16 when the name
+ * holds a lone surrogate, which UTF-8 would turn into U+FFFD and merge with others). So
+ * neither `:` nor `{` ever reaches a key from a name, and `a:b` meets no other channel.
+ */
+function keySegment(name: string): string {
+  if (/^[0-9A-Za-z_.-]{1,128}$/.test(name)) return name
+  if (!/[\uD800-\uDFFF]/u.test(name)) return `~${Buffer.from(name, 'utf8').toString('base64url')}`
+  return `!${Buffer.from(name, 'utf16le').toString('base64url')}`
+}
+
+interface ParsedId {
+  ms: number
+  seq: number
+}
+
+function parseId(id: string | null): ParsedId | undefined {
+  const match = id === null ? null : ID.exec(id)
+  if (!match) return undefined
+  const ms = Number(match[1])
+  const seq = Number(match[2])
+  return Number.isSafeInteger(ms) && Number.isSafeInteger(seq) ? { ms, seq } : undefined
+}
+
+function compareParsed(a: ParsedId, b: ParsedId): number {
+  return a.ms - b.ms || a.seq - b.seq
+}
+
+function readFields(fields: string[]): { event: string; data: string } {
+  let event = ''
+  let data = ''
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    if (fields[i] === 'e') event = fields[i + 1] as string
+    else if (fields[i] === 'd') data = fields[i + 1] as string
+  }
+  return { event, data }
+}
+
+/** EXEC's replies, or the first command error (ioredis reports those per command). */
+async function execOrThrow(multi: ReturnType<Redis['multi']>): Promise<unknown[]> {
+  const results = await multi.exec()
+  if (!results) throw new Error('Redis transaction aborted')
+  return results.map(([error, reply]) => {
+    if (error) throw error
+    return reply
+  })
+}
