@@ -23,6 +23,7 @@
  * Flags: --contacts 1000000  --runs 1 (each on a fresh copy; medians printed)  --duration 30
  *        --rate 200  --connections 10 (autocannon)  --warmup 3  --interval 25  --idle 3
  *        --delivery-delay 100  --batch-size N (DISPATCH_BATCH_SIZE; the server's default when absent)
+ *        --concurrency N (DISPATCH_CONCURRENCY; the server's default when absent)
  *        --max-wait 900 (seconds for (b); past it the rates so far are printed and (c) runs on a fresh copy)
  *        --commit REV (build src/ of that commit, read with git archive)  --entry FILE (a compiled main.js as it is)
  *        --wait-quiet 60 --noise 50 (before each run, wait up to 60 s for a second with the machine under 50% of a core busy)
@@ -63,6 +64,7 @@ const { values: flags } = parseArgs({
     idle: { type: 'string', default: '3' },
     'delivery-delay': { type: 'string', default: '100' },
     'batch-size': { type: 'string' },
+    concurrency: { type: 'string' },
     'max-wait': { type: 'string', default: '900' },
     commit: { type: 'string' },
     entry: { type: 'string' },
@@ -288,6 +290,7 @@ async function oneRun(run: number, build: Build, prepared: PreparedStore): Promi
         CARRIER: 'simulator',
         SIMULATOR_DELIVERY_DELAY_MS: String(deliveryDelayMs),
         ...(flags['batch-size'] ? { DISPATCH_BATCH_SIZE: flags['batch-size'] } : {}),
+        ...(flags.concurrency ? { DISPATCH_CONCURRENCY: flags.concurrency } : {}),
       },
     })
   let copy = await prepared.copy('run')

@@ -105,13 +105,12 @@ export class SimulatorCarrier implements Carrier {
             }),
           ),
         )
-        for (let start = 0; start < due.length; start += 500) {
-          await this.db
-            .updateTable('simulator_messages')
-            .set({ reported: 1 })
-            .where('part_id', 'in', due.slice(start, start + 500).map((row) => row.part_id))
-            .execute()
-        }
+        // One statement (one commit) for the whole poll.
+        await this.db
+          .updateTable('simulator_messages')
+          .set({ reported: 1 })
+          .where('part_id', 'in', due.map((row) => row.part_id))
+          .execute()
         if (due.length < REPORTS_PER_POLL) return
         await setImmediate()
       }
