@@ -23,6 +23,7 @@ import { audienceRoutes, ContactImporter, SegmentCountCache } from './modules/au
 import { KeyUsageRecorder, keysRoutes, verifyApiKey } from './modules/keys/index.js'
 import { Messaging } from './modules/messaging/index.js'
 import { Webhooks } from './modules/webhooks/index.js'
+import { Push, RedisPushBroker, StorePushBroker } from './modules/push/index.js'
 import { CombinedDemand } from './platform/outbox/demand.js'
 
 /** What the composition root built, for main.ts and tests. */
@@ -33,6 +34,7 @@ export interface Platform {
   segmentCounts: SegmentCountCache
   leases: Leases
   webhooks: Webhooks
+  push: Push
   clock: Clock
   logger: Logger
 }
@@ -108,6 +110,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     dispatchBatchSize: config.dispatchBatchSize,
     dispatchConcurrency: config.dispatchConcurrency ?? (config.database.kind === 'postgres' ? 4 : 1),
   })
+  const pushHistory = { historySize: config.pushHistorySize, historyTtlS: config.pushHistoryTtlS }
+  // Cluster mode: history in Redis Streams and fan-out through Redis; embedded: the store and this process.
+  const pushBroker =
+    redis && config.redisUrl
+      ? new RedisPushBroker(redis, { nodeId: config.nodeId, ...pushHistory, redisUrl: config.redisUrl })
+      : new StorePushBroker(store, clock, logger.child({ component: 'push-history' }), pushHistory)
+  const push = new Push(pushBroker, clock, logger.child({ component: 'push' }), {
+    jwtSecret: config.jwtSecret,
+    corsOrigins: config.pushCorsOrigins,
+    pingIntervalMs: config.pushPingIntervalMs,
+  })
   const accountsDeps = { db: store.db, clock, sessions, allowSignup: config.allowSignup, signupCredits: config.signupCredits }
 
   const app = Fastify({
@@ -125,7 +138,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // installClientErrors refuses a missing Host itself, as problem+json rather than Node's empty 400.
     http: { requireHostHeader: false },
   }).withTypeProvider<TypeBoxTypeProvider>()
-  app.decorate('platform', { config, store, relay, segmentCounts, leases, webhooks, clock, logger })
+  app.decorate('platform', { config, store, relay, segmentCounts, leases, webhooks, push, clock, logger })
 
   // JSON only, unless a route's module adds a parser of its own (CSV import).
   app.removeContentTypeParser('text/plain')
@@ -154,6 +167,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(audienceRoutes, { deps: audienceDeps, importer })
   await messaging.register(app)
   await webhooks.register(app)
+  await push.register(app)
 
   app.addHook('onReady', async () => {
     relay.start()
@@ -162,6 +176,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await importer.start()
     await messaging.start()
     webhooks.start()
+    await push.start()
     // After every kind of leased work is registered: the first sweep settles what an
     // earlier run left behind.
     await leases.start()
@@ -170,6 +185,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await importer.stop()
     await messaging.stop()
     await webhooks.stop()
+    await push.stop()
     await leases.stop()
     await relay.stop()
     await usage.stop()

@@ -59,6 +59,14 @@ export interface Config {
   webhookAllowPrivateNetworks: boolean
   /** Webhook delivery logs and finished deliveries are deleted after this many days. */
   webhookLogRetentionDays: number
+  /** Push events kept per channel for replay (at least this many, newest first)... */
+  pushHistorySize: number
+  /** ...and for at most this long. */
+  pushHistoryTtlS: number
+  /** Origins whose pages may open push streams (CORS); `['*']` for any. */
+  pushCorsOrigins: readonly string[]
+  /** How often an idle push stream gets a `: ping` comment, so proxies keep it open. */
+  pushPingIntervalMs: number
 }
 
 export class ConfigError extends Error {
@@ -134,6 +142,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetryScheduleMs: read.durations('WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h'),
     webhookAllowPrivateNetworks: read.boolean('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     webhookLogRetentionDays: read.integer('WEBHOOK_LOG_RETENTION_DAYS', 30, 1, 3650),
+    pushHistorySize: read.integer('PUSH_HISTORY_SIZE', 1000, 1, 1_000_000),
+    pushHistoryTtlS: read.integer('PUSH_HISTORY_TTL_S', 86_400, 60, 30 * 86_400),
+    pushCorsOrigins: read.origins('PUSH_CORS_ORIGINS', '*'),
+    pushPingIntervalMs: read.integer('PUSH_PING_INTERVAL_MS', 15_000, 100, 300_000),
   } satisfies Config
 
   if (config.carrier === 'smpp' && (config.smppUrl === undefined || !/^smpp:\/\/[^:@/]+:[^@/]*@[^:/]+(:\d+)?\/?$/.test(config.smppUrl))) {
@@ -221,6 +233,20 @@ class EnvReader {
       return parseDurations(fallback)!
     }
     return values
+  }
+
+  /** `*`, or a comma-separated list of origins such as `https://app.example.com,http://localhost:5173`. */
+  origins(name: string, fallback: string): string[] {
+    const raw = this.optional(name) ?? fallback
+    if (raw === '*') return ['*']
+    const origins = raw.split(',').map((origin) => origin.trim())
+    // An origin is what a browser sends in Origin: scheme, host and port, no path.
+    const bad = origins.filter((origin) => !/^https?:\/\/[^/\s,*]+$/.test(origin))
+    if (bad.length > 0) {
+      this.problems.push(`${name} must be * or comma-separated origins such as https://app.example.com; not ${bad.map((o) => `"${o}"`).join(', ')}`)
+      return ['*']
+    }
+    return origins
   }
 
   oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[]): T {

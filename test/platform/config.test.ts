@@ -98,6 +98,37 @@ describe('loadConfig', () => {
     expect(error.problems.find((p) => p.startsWith('ALLOW_SIGNUP '))).toContain('"maybe"')
   })
 
+  it('reads the push settings: history size and age, CORS origins and the ping interval', () => {
+    expect(loadConfig({ JWT_SECRET: SECRET })).toMatchObject({
+      pushHistorySize: 1000,
+      pushHistoryTtlS: 86_400,
+      pushCorsOrigins: ['*'],
+      pushPingIntervalMs: 15_000,
+    })
+    const config = loadConfig({
+      JWT_SECRET: SECRET,
+      PUSH_HISTORY_SIZE: '50',
+      PUSH_HISTORY_TTL_S: '3600',
+      PUSH_CORS_ORIGINS: 'https://app.example.com, http://localhost:5173',
+      PUSH_PING_INTERVAL_MS: '5000',
+    })
+    expect(config).toMatchObject({
+      pushHistorySize: 50,
+      pushHistoryTtlS: 3600,
+      pushCorsOrigins: ['https://app.example.com', 'http://localhost:5173'],
+      pushPingIntervalMs: 5000,
+    })
+    const error = configError({
+      JWT_SECRET: SECRET,
+      PUSH_HISTORY_SIZE: '0',
+      PUSH_HISTORY_TTL_S: '10',
+      PUSH_CORS_ORIGINS: 'https://app.example.com/path,*.example.com',
+      PUSH_PING_INTERVAL_MS: 'often',
+    })
+    expect(error.problems.map((problem) => problem.split(' ')[0])).toEqual(['PUSH_HISTORY_SIZE', 'PUSH_HISTORY_TTL_S', 'PUSH_CORS_ORIGINS', 'PUSH_PING_INTERVAL_MS'])
+    expect(error.problems[2]).toContain('"https://app.example.com/path", "*.example.com"')
+  })
+
   it('refuses a database URL of another kind', () => {
     const error = configError({ JWT_SECRET: SECRET, DATABASE_URL: 'mysql://db/app' })
     expect(error.problems).toEqual([expect.stringContaining('DATABASE_URL')])

@@ -45,6 +45,10 @@ export function testConfig(database: DatabaseConfig, overrides: Partial<Config> 
     // Receivers in tests listen on 127.0.0.1; the SSRF tests turn this off.
     webhookAllowPrivateNetworks: true,
     webhookLogRetentionDays: 30,
+    pushHistorySize: 1000,
+    pushHistoryTtlS: 86_400,
+    pushCorsOrigins: ['*'],
+    pushPingIntervalMs: 15_000,
     ...overrides,
   }
 }

@@ -33,6 +33,7 @@ interface OpenApiParameter {
 interface OpenApiOperation {
   parameters?: OpenApiParameter[]
   requestBody?: { content: Record<string, { schema?: JsonSchema; example?: unknown }> }
+  responses?: Record<string, { content?: Record<string, unknown> }>
   security?: Record<string, unknown>[]
 }
 
@@ -50,6 +51,8 @@ export interface Operation {
   body: { contentType: string; schema: JsonSchema; valid: string } | undefined
   /** Credential kinds of the document's security requirement; empty for public operations. */
   accepts: string[]
+  /** Its success is a text/event-stream that stays open (the push stream). */
+  eventStream: boolean
 }
 
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
@@ -68,6 +71,7 @@ export function operationsOf(document: OpenApiDocument): Operation[] {
         queryParams: parameters.filter((p) => p.in === 'query').map((p) => ({ name: p.name, schema: p.schema ?? {} })),
         body: bodyOf(operation),
         accepts: (operation.security ?? []).flatMap((requirement) => Object.keys(requirement)),
+        eventStream: operation.responses?.['200']?.content?.['text/event-stream'] !== undefined,
       })
     }
   }

@@ -47,6 +47,11 @@ export interface Dialect {
   startsWith(haystack: Expr, prefix: string): RawBuilder<boolean>
   /** Refreshes planner statistics after a bulk change. */
   analyze(table: string): RawBuilder<unknown>
+  /**
+   * The newest value the table's `id` sequence handed out (SQLite AUTOINCREMENT,
+   * PostgreSQL identity), null before the first. Ids past it were never issued.
+   */
+  lastIssuedId(table: string): RawBuilder<number | null>
 }
 
 /** The numeric-looking text the platform compares as a number: optional minus, digits, optional fraction. */
@@ -85,6 +90,8 @@ export const sqliteDialect: Dialect = {
   contains: (haystack, needle) => sql<boolean>`instr(ulower(${haystack}), ${needle.toLowerCase()}) > 0`,
   startsWith: (haystack, prefix) => sql<boolean>`instr(ulower(${haystack}), ${prefix.toLowerCase()}) = 1`,
   analyze: (table) => sql`analyze ${sql.table(table)}`,
+  // AUTOINCREMENT keeps the high-water mark in sqlite_sequence, even after the rows are gone.
+  lastIssuedId: (table) => sql<number | null>`(select seq from sqlite_sequence where name = ${table})`,
 }
 
 // PostgreSQL's regular expressions read NUMERIC_TEXT's source as JavaScript does.
@@ -126,4 +133,6 @@ export const postgresDialect: Dialect = {
   startsWith: (haystack, prefix) =>
     sql<boolean>`strpos(lower(${haystack} collate "und-x-icu"), lower(${prefix}::text collate "und-x-icu")) = 1`,
   analyze: (table) => sql`analyze ${sql.table(table)}`,
+  // Values handed to transactions still running count too: they may yet commit.
+  lastIssuedId: (table) => sql<number | null>`pg_sequence_last_value(pg_get_serial_sequence(${table}, 'id')::regclass)`,
 }

@@ -267,6 +267,24 @@ export interface WebhookLogsTable {
   delivered_at: string
 }
 
+export interface PushEventsTable {
+  /** The SSE id, from one sequence for all channels. */
+  id: Generated<number>
+  account_id: string
+  channel: string
+  event: string
+  /** The published JSON object, as text. */
+  data: string
+  published_at: string
+}
+
+export interface PushHistoryTrimsTable {
+  account_id: string
+  channel: string
+  /** The newest id trimmed from the channel's history. */
+  trimmed_through: number
+}
+
 export interface DB {
   messages: MessagesTable
   message_recipients: MessageRecipientsTable
@@ -288,4 +306,6 @@ export interface DB {
   webhooks: WebhooksTable
   webhook_deliveries: WebhookDeliveriesTable
   webhook_logs: WebhookLogsTable
+  push_events: PushEventsTable
+  push_history_trims: PushHistoryTrimsTable
 }

@@ -5,6 +5,7 @@ import * as leases from './2026-11-23-0003-leases.js'
 import * as messaging from './2026-11-23-0004-messaging.js'
 import * as broadcastFailure from './2026-11-23-0005-broadcast-failure.js'
 import * as webhooks from './2026-11-23-0006-webhooks.js'
+import * as pushHistory from './2026-11-23-0007-push-history.js'
 
 export type MigrationDialect = 'sqlite' | 'postgres'
 
@@ -21,6 +22,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '2026-11-23-0004-messaging': messaging,
   '2026-11-23-0005-broadcast-failure': broadcastFailure,
   '2026-11-23-0006-webhooks': webhooks,
+  '2026-11-23-0007-push-history': pushHistory,
 }
 
 /** Brings the store to the newest schema; safe to run on every start and on many nodes at once. */

@@ -1,0 +1,105 @@
+import type { Kysely } from 'kysely'
+import type { Logger } from 'pino'
+import type { Clock } from '../../platform/clock.js'
+import type { DB } from '../../platform/db/schema.js'
+import { findSizeTrimBound, listOldestEvents, trimChannelThrough, trimEvents } from './history-queries.js'
+
+export interface HistoryTrimmerOptions {
+  /** Events kept per channel (PUSH_HISTORY_SIZE). */
+  historySize: number
+  /** Events older than this go (PUSH_HISTORY_TTL_S). */
+  historyTtlS: number
+}
+
+const TRIM_EVERY_MS = 1000
+// Small enough that one statement on SQLite, which blocks the thread, takes a few
+// milliseconds: an age batch may touch this many channels' watermarks at once.
+const BATCH = 200
+// A run yields the rest to the next tick once it has worked this long, so a burst of
+// publishes to many channels never turns into one long stretch of trimming.
+const RUN_BUDGET_MS = 100
+
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * Keeps the store's push history within PUSH_HISTORY_SIZE per channel and
+ * PUSH_HISTORY_TTL_S, in the background and in short statements with a turn of the event
+ * loop between them. Each deletion records, in its transaction, the newest id it took
+ * from each channel, so a replay knows whether it lost anything.
+ */
+export class HistoryTrimmer {
+  /** Channels published to since they were last found within their size, as account NUL channel. */
+  private readonly grown = new Set<string>()
+  private timer: NodeJS.Timeout | undefined
+  private running: Promise<void> | undefined
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly options: HistoryTrimmerOptions,
+  ) {}
+
+  /** A publish added to the channel: check its size at the next run. */
+  noteGrowth(accountId: string, channel: string): void {
+    // Validation refuses NUL in both, so the pair splits back unambiguously.
+    this.grown.add(`${accountId}\u0000${channel}`)
+  }
+
+  start(): void {
+    this.timer = setInterval(() => {
+      if (this.running) return
+      this.running = this.run(RUN_BUDGET_MS)
+        .then(() => undefined)
+        .catch((err: unknown) => this.logger.error({ err }, 'trimming push history failed; retrying at the next run'))
+        .finally(() => (this.running = undefined))
+    }, TRIM_EVERY_MS)
+    this.timer.unref()
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer)
+    this.timer = undefined
+    await this.running
+  }
+
+  /** Trims everything due now, however long it takes (tests, and nothing else). */
+  async trimNow(): Promise<void> {
+    await this.running
+    while (await this.run(Infinity));
+  }
+
+  /** One run within the budget; true when work remains. */
+  private async run(budgetMs: number): Promise<boolean> {
+    const deadline = performance.now() + budgetMs
+    while (await this.trimOneAgeBatch()) {
+      if (performance.now() > deadline) return true
+      await yieldToEventLoop()
+    }
+    for (const key of [...this.grown]) {
+      if (performance.now() > deadline) return true
+      const [accountId, channel] = key.split('\u0000') as [string, string]
+      const through = await findSizeTrimBound(this.db, accountId, channel, this.options.historySize, BATCH)
+      if (through === undefined) this.grown.delete(key)
+      else await trimChannelThrough(this.db, accountId, channel, through)
+      await yieldToEventLoop()
+    }
+    return this.grown.size > 0
+  }
+
+  /** Deletes the expired prefix of the oldest events; true when the whole batch was expired. */
+  private async trimOneAgeBatch(): Promise<boolean> {
+    const cutoff = new Date(this.clock.now().getTime() - this.options.historyTtlS * 1000).toISOString()
+    const oldest = await listOldestEvents(this.db, BATCH)
+    // Ids follow publish time, so the expired events are a prefix of the oldest ones.
+    const firstKept = oldest.findIndex((event) => event.publishedAt >= cutoff)
+    const expired = firstKept === -1 ? oldest : oldest.slice(0, firstKept)
+    if (expired.length === 0) return false
+    const newestPerChannel = new Map<string, { accountId: string; channel: string; throughId: number }>()
+    for (const event of expired) {
+      newestPerChannel.set(`${event.accountId}\u0000${event.channel}`, { accountId: event.accountId, channel: event.channel, throughId: event.id })
+    }
+    await trimEvents(this.db, expired.map((event) => event.id), [...newestPerChannel.values()])
+    return expired.length === BATCH
+  }
+}

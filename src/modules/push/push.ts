@@ -1,0 +1,56 @@
+import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
+import type { Clock } from '../../platform/clock.js'
+import type { PushBroker } from './broker.js'
+import { Hub } from './hub.js'
+import { pushRoutes } from './routes.js'
+import { createPushTokenSigner } from './tokens.js'
+
+export interface PushOptions {
+  /** JWT_SECRET: push tokens are signed with a key derived from it for push only. */
+  jwtSecret: string
+  /** PUSH_CORS_ORIGINS. */
+  corsOrigins: readonly string[]
+  pingIntervalMs: number
+}
+
+/**
+ * The push module put together: tokens, publish, and this node's streams over whichever
+ * broker the composition root chose (the store in embedded mode, Redis in cluster mode).
+ */
+export class Push {
+  readonly hub: Hub
+
+  constructor(
+    readonly broker: PushBroker,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly options: PushOptions,
+  ) {
+    this.hub = new Hub(broker, clock, logger, { pingIntervalMs: options.pingIntervalMs })
+  }
+
+  async register(app: FastifyInstance): Promise<void> {
+    const deps = {
+      broker: this.broker,
+      hub: this.hub,
+      logger: this.logger,
+      tokens: createPushTokenSigner(this.options.jwtSecret, this.clock),
+      corsOrigins: this.options.corsOrigins,
+    }
+    await app.register(pushRoutes, { deps })
+    // Open streams never finish on their own: end them first, or the server cannot close.
+    app.addHook('preClose', async () => this.hub.closeAll())
+  }
+
+  /** Starts fan-out, history upkeep, and the one loop that pings and expires streams. */
+  async start(): Promise<void> {
+    await this.broker.start(this.hub)
+    this.hub.start()
+  }
+
+  async stop(): Promise<void> {
+    this.hub.stop()
+    await this.broker.stop()
+  }
+}

@@ -1,0 +1,97 @@
+import type { Kysely } from 'kysely'
+import type { Logger } from 'pino'
+import type { Clock } from '../../platform/clock.js'
+import type { Dialect } from '../../platform/db/dialect.js'
+import type { DB } from '../../platform/db/schema.js'
+import type { LocalFanout, PublishResult, PushBroker, PushEvent, ReplayResult } from './broker.js'
+import { findLastIssuedId, findTrimmedThrough, insertEvent, listEventsAfter, type HistoryRow } from './history-queries.js'
+import { HistoryTrimmer, type HistoryTrimmerOptions } from './history-trimmer.js'
+
+export type StorePushBrokerOptions = HistoryTrimmerOptions
+
+/** An id as this broker issues them: a decimal integer without leading zeros, within 2^53. */
+const ISSUED_ID = /^(0|[1-9][0-9]{0,14})$/
+
+const toEvent = (row: HistoryRow): PushEvent => ({ id: String(row.id), channel: row.channel, event: row.event, data: row.data })
+
+/**
+ * Embedded mode: history in the store (so it survives a restart), fan-out to this
+ * process's connections. Event ids come from one store sequence for all channels, so a
+ * single id resumes every channel of a connection.
+ */
+export class StorePushBroker implements PushBroker {
+  private local: LocalFanout | undefined
+  /** Per account, the end of its chain of publishes. */
+  private readonly publishing = new Map<string, Promise<unknown>>()
+  private readonly trimmer: HistoryTrimmer
+
+  constructor(
+    private readonly store: { db: Kysely<DB>; dialect: Dialect },
+    private readonly clock: Clock,
+    logger: Logger,
+    options: StorePushBrokerOptions,
+  ) {
+    this.trimmer = new HistoryTrimmer(store.db, clock, logger, options)
+  }
+
+  async start(local: LocalFanout): Promise<void> {
+    this.local = local
+    this.trimmer.start()
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.publishing.values())
+    await this.trimmer.stop()
+  }
+
+  publish(accountId: string, channel: string, event: string, data: string): Promise<PublishResult> {
+    // One account's publishes run one after another, so ids are handed out, committed and
+    // fanned out in the same order. Were two in flight at once, PostgreSQL could commit the
+    // later id first: a client would see it live, and resuming from it would skip the other.
+    return this.inOrder(accountId, async () => {
+      const id = String(await insertEvent(this.store.db, { accountId, channel, event, data, publishedAt: this.clock.now().toISOString() }))
+      this.trimmer.noteGrowth(accountId, channel)
+      const delivered = this.local ? this.local.deliver(accountId, { id, channel, event, data }) : 0
+      return { id, delivered }
+    })
+  }
+
+  // Fan-out is in this process: a connection counts as soon as the hub holds it.
+  async opened(): Promise<void> {}
+  async closed(): Promise<void> {}
+
+  async replay(accountId: string, channels: readonly string[], afterId: string): Promise<ReplayResult> {
+    const after = ISSUED_ID.test(afterId) ? Number(afterId) : undefined
+    // An id past the sequence (say, from before the store was replaced) names nothing here:
+    // the client gets the whole history and learns it may have missed something.
+    const issued = after !== undefined && after <= (await findLastIssuedId(this.store.db, this.store.dialect))
+    const rows = await listEventsAfter(this.store.db, accountId, channels, issued ? after : 0)
+    // Read after the events: a trim in between then errs towards "incomplete", never the
+    // other way round.
+    const trimmedThrough = await findTrimmedThrough(this.store.db, accountId, channels)
+    return { events: rows.map(toEvent), complete: issued && trimmedThrough <= after }
+  }
+
+  compareIds(a: string, b: string): number {
+    return Math.sign(Number(a) - Number(b))
+  }
+
+  /** Trims the history to its size and age now (tests; it also runs every second). */
+  trimHistory(): Promise<void> {
+    return this.trimmer.trimNow()
+  }
+
+  private inOrder<T>(accountId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.publishing.get(accountId) ?? Promise.resolve()
+    const result = previous.then(work)
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    )
+    this.publishing.set(accountId, settled)
+    void settled.then(() => {
+      if (this.publishing.get(accountId) === settled) this.publishing.delete(accountId)
+    })
+    return result
+  }
+}
