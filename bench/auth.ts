@@ -4,16 +4,19 @@
  * Measures requests/s and p99 latency of GET /v1/account with an API key (auth hook,
  * key lookup in the store, per-key rate limiter, the account read) against GET /healthz
  * (public, no limiter, no store) on the same server, and prints the ratio
- * authed req/s ÷ trivial req/s. The target (issue): at least 0.7 on SQLite and PostgreSQL.
+ * authed req/s ÷ trivial req/s. The targets (issue 10): at least 0.6 on SQLite and 0.25 on
+ * PostgreSQL, and (--breakdown) the key path at least 0.95 of the same route with a session JWT.
  *
  *   npm run bench:auth                                  # SQLite (a temporary file)
  *   npm run bench:auth -- --store postgres              # PostgreSQL, a fresh database on 127.0.0.1
  *   BENCH_DATABASE_URL=postgres://u@host/db npm run bench:auth   # PostgreSQL on that server
  *
  * Flags: --rounds 5  --duration 10  --warmup 5  --connections 50  --pipelining 1
- *        --server dist|tsx  --target 0.7  --json FILE  --cpu-prof DIR  --strict (exit 3 below target)
+ *        --server dist|tsx  --target 0.6|0.25  --session-target 0.95  --json FILE  --cpu-prof DIR
+ *        --strict (exit 3 below target)
  *        --breakdown (also GET /readyz, one store query, and GET /v1/account with a session JWT)
  *        --entry FILE (run this compiled main.js as it is instead of building: to compare a variant)
+ *        --commit REV (also build REV's src/ and measure it in the same rounds: "before" and "after")
  *        --wait-quiet 30  --noise 25  --retry-noisy 2 (see below)
  *
  * The machine is shared: before each round the bench waits up to --wait-quiet seconds
@@ -21,6 +24,10 @@
  * charges every run the CPU that neither the server, PostgreSQL nor autocannon used
  * ("other"). A round in which other work exceeded --noise is set aside and measured
  * again, up to --retry-noisy times; the report lists what was set aside.
+ *
+ * With --commit, two servers run side by side, each on a store of its own (a SQLite file,
+ * or a PostgreSQL database), and each round measures both, in alternating order; only
+ * one is under load at a time.
  *
  * The server is a child process (`node .bench/dist/main.js`, compiled first; or
  * `node --import tsx src/main.ts` with --server tsx); autocannon runs in this process,
@@ -35,7 +42,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { fmt, measure, median, problemsOf, table, waitQuiet, type Measurement } from './lib/load.js'
 import { createFreshDatabase, serverVersion, type FreshDatabase } from './lib/postgres.js'
-import { PROJECT_DIR, startServer, type RunningServer, type ServerMode } from './lib/server.js'
+import { buildCommit, PROJECT_DIR, startServer, type RunningServer, type ServerMode } from './lib/server.js'
 
 const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
 
@@ -48,7 +55,9 @@ const { values: flags } = parseArgs({
     connections: { type: 'string', default: '50' },
     pipelining: { type: 'string', default: '1' },
     server: { type: 'string', default: 'dist' },
-    target: { type: 'string', default: '0.7' },
+    target: { type: 'string' },
+    'session-target': { type: 'string', default: '0.95' },
+    commit: { type: 'string' },
     json: { type: 'string' },
     'cpu-prof': { type: 'string' },
     strict: { type: 'boolean', default: false },
@@ -64,8 +73,9 @@ const { values: flags } = parseArgs({
 
 if (flags.help) {
   console.log(`usage: npm run bench:auth -- [--store sqlite|postgres] [--rounds 5] [--duration 10] [--warmup 5]
-       [--connections 50] [--pipelining 1] [--server dist|tsx] [--target 0.7] [--json FILE] [--cpu-prof DIR] [--strict]
-       [--breakdown] [--entry FILE] [--wait-quiet 30] [--noise 25] [--retry-noisy 2]
+       [--connections 50] [--pipelining 1] [--server dist|tsx] [--target 0.6 (SQLite) | 0.25 (PostgreSQL)]
+       [--session-target 0.95] [--json FILE] [--cpu-prof DIR] [--strict]
+       [--breakdown] [--entry FILE] [--commit REV] [--wait-quiet 30] [--noise 25] [--retry-noisy 2]
 env: BENCH_DATABASE_URL=postgres://... (implies --store postgres; a fresh database is created beside it and dropped)`)
   process.exit(0)
 }
@@ -105,7 +115,8 @@ const options = {
   connections: positive('connections', flags.connections),
   pipelining: positive('pipelining', flags.pipelining),
   server: flags.server as ServerMode,
-  target: positive('target', flags.target, false),
+  target: positive('target', flags.target ?? (store === 'postgres' ? '0.25' : '0.6'), false),
+  sessionTarget: positive('session-target', flags['session-target'], false),
   breakdown: flags.breakdown,
   waitQuiet: nonNegative('wait-quiet', flags['wait-quiet']),
   noise: positive('noise', flags.noise, false),
@@ -132,7 +143,16 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
+/** One build under test: the current src/ (or --entry), or with --commit the earlier one too. */
+interface Variant {
+  name: 'before' | 'after' | 'current'
+  /** A compiled main.js to run as it is; undefined: build src/ (or run it with tsx). */
+  entry: string | undefined
+  code: string
+}
+
 interface Setup {
+  variant: Variant
   code: string
   server: RunningServer
   storeLabel: string
@@ -140,7 +160,7 @@ interface Setup {
   session: string
 }
 
-async function setUp(): Promise<Setup> {
+async function setUp(variant: Variant): Promise<Setup> {
   const env: Record<string, string> = {
     LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_SECOND: '1000000',
@@ -169,11 +189,11 @@ async function setUp(): Promise<Setup> {
 
   const nodeArgs: string[] = []
   if (flags['cpu-prof']) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${flags['cpu-prof']}`)
-  const how = flags.entry ? `node ${flags.entry}` : options.server === 'dist' ? 'compiling src/ to .bench/dist, then node .bench/dist/main.js' : 'node --import tsx src/main.ts'
-  log(`starting the server (${how}) on ${storeLabel}`)
-  const server = await startServer({ mode: options.server, env, nodeArgs, ...(flags.entry ? { entry: flags.entry } : {}) })
+  const how = variant.entry ? `node ${variant.entry}` : options.server === 'dist' ? 'compiling src/ to .bench/dist, then node .bench/dist/main.js' : 'node --import tsx src/main.ts'
+  log(`starting the ${variant.name} server (${how}) on ${storeLabel}`)
+  const server = await startServer({ mode: variant.entry ? 'dist' : options.server, env, nodeArgs, ...(variant.entry ? { entry: variant.entry } : {}) })
   cleanups.push(() => server.stop())
-  log(`server ready at ${server.url} (pid ${server.pid})`)
+  log(`${variant.name} server ready at ${server.url} (pid ${server.pid})`)
 
   // Everything through the public API, as a client would.
   const email = `bench-${Date.now()}@example.com`
@@ -186,7 +206,7 @@ async function setUp(): Promise<Setup> {
   const account = await call(server.url, 'GET', '/v1/account', { token: apiKey }, 200)
   log(`API key ${apiKey.slice(0, 12)}… works: GET /v1/account -> 200 ${JSON.stringify(account)}`)
   await call(server.url, 'GET', '/healthz', {}, 200)
-  return { code: flags.entry ? `${flags.entry} as given (not built from src/)` : describeCode(), server, storeLabel, apiKey, session }
+  return { variant, code: variant.code, server, storeLabel, apiKey, session }
 }
 
 async function call(base: string, method: string, path: string, options: { token?: string; body?: unknown }, expected: number): Promise<unknown> {
@@ -236,54 +256,74 @@ interface Round {
   noisy: boolean
 }
 
-async function run(setup: Setup): Promise<{ kept: Round[]; noisy: Round[] }> {
+/** A round over every variant: the figures of each, as report() reads them for one. */
+interface SharedRound extends Omit<Round, 'runs'> {
+  variantOrder: Variant['name'][]
+  runs: Partial<Record<Variant['name'], Partial<Record<Kind, Measurement>>>>
+}
+
+const roundOf = (shared: SharedRound, variant: Variant['name']): Round => ({ ...shared, runs: shared.runs[variant]! })
+
+async function run(setups: Setup[]): Promise<{ kept: SharedRound[]; noisy: SharedRound[] }> {
   const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
-  const targets: Record<Kind, { url: string; headers: Record<string, string> }> = {
-    trivial: { url: `${setup.server.url}/healthz`, headers: {} },
-    authed: { url: `${setup.server.url}/v1/account`, headers: bearer(setup.apiKey) },
-    readyz: { url: `${setup.server.url}/readyz`, headers: {} },
-    session: { url: `${setup.server.url}/v1/account`, headers: bearer(setup.session) },
+  const targetOf = (setup: Setup, kind: Kind): { url: string; headers: Record<string, string> } => {
+    switch (kind) {
+      case 'trivial':
+        return { url: `${setup.server.url}/healthz`, headers: {} }
+      case 'authed':
+        return { url: `${setup.server.url}/v1/account`, headers: bearer(setup.apiKey) }
+      case 'readyz':
+        return { url: `${setup.server.url}/readyz`, headers: {} }
+      case 'session':
+        return { url: `${setup.server.url}/v1/account`, headers: bearer(setup.session) }
+    }
   }
-  const load = (kind: Kind, seconds: number) =>
+  const load = (setup: Setup, kind: Kind, seconds: number) =>
     measure({
-      ...targets[kind],
+      ...targetOf(setup, kind),
       connections: options.connections,
       pipelining: options.pipelining,
       durationSeconds: seconds,
       serverPid: setup.server.pid,
       ...(options.store === 'postgres' ? { storeProcess: 'postgres' } : {}),
     })
-  const check = (kind: Kind, m: Measurement, what: string) => {
+  const check = (setup: Setup, kind: Kind, m: Measurement, what: string) => {
     const problems = problemsOf(m)
     const ended = setup.server.exitStatus()
-    if (ended) throw new Error(`${what}: the server ended during the run (${ended}); ${problems.join(', ')}`)
-    if (problems.length > 0) throw new Error(`${what}: ${KIND_LABEL[kind]} had ${problems.join(', ')}; the run does not count`)
+    if (ended) throw new Error(`${what}: the ${setup.variant.name} server ended during the run (${ended}); ${problems.join(', ')}`)
+    if (problems.length > 0) throw new Error(`${what}: ${setup.variant.name} ${KIND_LABEL[kind]} had ${problems.join(', ')}; the run does not count`)
   }
 
   const kinds: Kind[] = options.breakdown ? ['trivial', 'authed', 'readyz', 'session'] : ['trivial', 'authed']
   if (options.warmup > 0) {
     log(`warm-up: ${options.warmup} s of each (not counted)`)
-    for (const kind of kinds) check(kind, await load(kind, options.warmup), 'warm-up')
+    for (const setup of setups) for (const kind of kinds) check(setup, kind, await load(setup, kind, options.warmup), 'warm-up')
   }
 
-  const kept: Round[] = []
-  const noisy: Round[] = []
+  const kept: SharedRound[] = []
+  const noisy: SharedRound[] = []
   for (let i = 1; i <= options.rounds; i++) {
     // Alternate which goes first, so a drift in the machine does not favour one side.
     const order = i % 2 === 1 ? kinds : [...kinds].reverse()
+    const variantOrder = (i % 4 === 1 || i % 4 === 0 ? setups : [...setups].reverse()).map((setup) => setup.variant.name)
     for (let attempt = 1; ; attempt++) {
       const quietBefore = await waitQuiet(options.waitQuiet, options.noise)
       if (!quietBefore.quiet) log(`round ${i}: the machine stayed busy (${Math.round(quietBefore.busyPct)}% of a core) for ${options.waitQuiet} s; measuring anyway`)
-      const round: Round = { round: i, attempt, order, runs: {}, quietBefore, noisy: false }
-      for (const kind of order) {
-        const m = await load(kind, options.duration)
-        check(kind, m, `round ${i}`)
-        round.runs[kind] = m
-        if ((m.otherCpu ?? 0) > options.noise) round.noisy = true
-        log(
-          `round ${i}/${options.rounds}${attempt > 1 ? ` (attempt ${attempt})` : ''} ${kind.padEnd(7)} ${fmt.rps(m.requestsPerSecond).padStart(7)} req/s  p99 ${fmt.ms(m.latencyMs.p99)}` +
-            `  CPU (% of a core): server ${fmt.pct(m.serverCpu)}${m.storeCpu !== undefined ? `, postgres ${fmt.pct(m.storeCpu)}` : ''}, autocannon ${fmt.pct(m.loadGeneratorCpu)}, other ${fmt.pct(m.otherCpu)}`,
-        )
+      const round: SharedRound = { round: i, attempt, order, variantOrder, runs: {}, quietBefore, noisy: false }
+      for (const name of variantOrder) {
+        const setup = setups.find((candidate) => candidate.variant.name === name)!
+        const runs: Partial<Record<Kind, Measurement>> = {}
+        round.runs[name] = runs
+        for (const kind of order) {
+          const m = await load(setup, kind, options.duration)
+          check(setup, kind, m, `round ${i}`)
+          runs[kind] = m
+          if ((m.otherCpu ?? 0) > options.noise) round.noisy = true
+          log(
+            `round ${i}/${options.rounds}${attempt > 1 ? ` (attempt ${attempt})` : ''}${setups.length > 1 ? ` ${name.padEnd(6)}` : ''} ${kind.padEnd(7)} ${fmt.rps(m.requestsPerSecond).padStart(7)} req/s  p99 ${fmt.ms(m.latencyMs.p99)}` +
+              `  CPU (% of a core): server ${fmt.pct(m.serverCpu)}${m.storeCpu !== undefined ? `, postgres ${fmt.pct(m.storeCpu)}` : ''}, autocannon ${fmt.pct(m.loadGeneratorCpu)}, other ${fmt.pct(m.otherCpu)}`,
+          )
+        }
       }
       if (round.noisy && attempt <= options.retryNoisy) {
         log(`round ${i}: other work took more than ${options.noise}% of a core during a run; set aside, measuring the round again`)
@@ -299,7 +339,7 @@ async function run(setup: Setup): Promise<{ kept: Round[]; noisy: Round[] }> {
 }
 
 // ------------------------------------------------------------------ report
-function report(setup: Setup, kept: Round[], noisy: Round[]): { ratio: number; pass: boolean; summary: object } {
+function report(setup: Setup, kept: Round[], noisy: Round[]): { ratio: number; pass: boolean; summary: object; medians: Record<string, { requestsPerSecond: number; p99: number; serverMicrosPerRequest: number; storeMicrosPerRequest: number }> } {
   const kinds = Object.keys(kept[0]!.runs) as Kind[]
   const get = (r: Round, k: Kind) => r.runs[k]!
   const rows = kept.map((r) => [
@@ -361,11 +401,11 @@ function report(setup: Setup, kept: Round[], noisy: Round[]): { ratio: number; p
 
   const out: string[] = []
   out.push('')
-  out.push('bench:auth — GET /v1/account with an API key vs GET /healthz, same server')
+  out.push(`bench:auth — GET /v1/account with an API key vs GET /healthz, same server${setup.variant.name === 'current' ? '' : ` — ${setup.variant.name.toUpperCase()}`}`)
   out.push(`store: ${setup.storeLabel}`)
   out.push(`code: ${setup.code}`)
   out.push(
-    `node ${process.version}, ${cpus().length} cores; server: ${flags.entry ? `node ${flags.entry}` : options.server === 'dist' ? 'compiled (.bench/dist/main.js)' : 'tsx'} child process; ` +
+    `node ${process.version}, ${cpus().length} cores; server: ${setup.variant.entry ? `node ${setup.variant.entry}` : options.server === 'dist' ? 'compiled (.bench/dist/main.js)' : 'tsx'} child process; ` +
       `autocannon: ${options.connections} connections, pipelining ${options.pipelining}, ${options.duration} s per run, ` +
       `${options.rounds} rounds, ${options.warmup} s warm-up each`,
   )
@@ -419,6 +459,15 @@ function report(setup: Setup, kept: Round[], noisy: Round[]): { ratio: number; p
     `ratio of medians (authed req/s ÷ trivial req/s): ${fmt.ratio(ratio)}  target >= ${options.target}: ${pass ? 'PASS' : 'BELOW TARGET'}` +
       `  (per-round ratios ${ratios.map(fmt.ratio).join(', ')})`,
   )
+  let sessionPass: boolean | undefined
+  if (kinds.includes('session')) {
+    const keyToSession = med.authed.requestsPerSecond / med.session.requestsPerSecond
+    sessionPass = keyToSession >= options.sessionTarget
+    out.push(
+      `API key ÷ session JWT on GET /v1/account (ratio of medians): ${fmt.ratio(keyToSession)}  target >= ${options.sessionTarget}: ${sessionPass ? 'PASS' : 'BELOW TARGET'}` +
+        `  (per-round ${kept.map((r) => fmt.ratio(get(r, 'authed').requestsPerSecond / get(r, 'session').requestsPerSecond)).join(', ')})`,
+    )
+  }
   console.log(out.join('\n'))
 
   const summary = {
@@ -433,23 +482,59 @@ function report(setup: Setup, kept: Round[], noisy: Round[]): { ratio: number; p
     ratio,
     target: options.target,
     pass,
+    ...(sessionPass !== undefined ? { sessionTarget: options.sessionTarget, sessionPass } : {}),
     rounds: kept,
     noisyRounds: noisy,
   }
-  return { ratio, pass, summary }
+  return { ratio, pass: pass && sessionPass !== false, summary, medians: med }
+}
+
+/** Before and after side by side: medians of the same rounds. */
+function compare(setups: Setup[], medians: Record<string, { requestsPerSecond: number; p99: number; serverMicrosPerRequest: number; storeMicrosPerRequest: number }>[]): string {
+  const kinds = Object.keys(medians[0]!) as Kind[]
+  const rows = setups.map((setup, i) => {
+    const med = medians[i]!
+    return [
+      setup.variant.name,
+      ...kinds.map((k) => `${fmt.rps(med[k]!.requestsPerSecond)} (${Math.round(med[k]!.serverMicrosPerRequest)} µs${options.store === 'postgres' ? ` + ${Math.round(med[k]!.storeMicrosPerRequest)}` : ''})`),
+      fmt.ratio(med.authed!.requestsPerSecond / med.trivial!.requestsPerSecond),
+      ...(kinds.includes('session') ? [fmt.ratio(med.authed!.requestsPerSecond / med.session!.requestsPerSecond)] : []),
+    ]
+  })
+  return [
+    '',
+    `before and after, medians of the same ${options.rounds} rounds (req/s, server CPU per request${options.store === 'postgres' ? ' + PostgreSQL CPU per request' : ''}):`,
+    table(['', ...kinds.map((k) => k), 'authed ÷ trivial', ...(kinds.includes('session') ? ['key ÷ session'] : [])], rows),
+  ].join('\n')
 }
 
 // ------------------------------------------------------------------ main
 let exitCode = 0
 try {
-  const setup = await setUp()
-  const rounds = await run(setup)
-  const { pass, summary } = report(setup, rounds.kept, rounds.noisy)
+  const variants: Variant[] = []
+  if (flags.commit) {
+    log(`building ${flags.commit} (git archive into .bench/, then tsc)`)
+    const before = buildCommit(flags.commit)
+    variants.push({ name: 'before', entry: before.entry, code: `commit ${before.sha} (--commit ${flags.commit})` })
+  }
+  variants.push({
+    name: flags.commit ? 'after' : 'current',
+    entry: flags.entry,
+    code: flags.entry ? `${flags.entry} as given (not built from src/)` : describeCode(),
+  })
+  const setups: Setup[] = []
+  for (const variant of variants) setups.push(await setUp(variant))
+  const rounds = await run(setups)
+  const results = setups.map((setup) =>
+    report(setup, rounds.kept.map((r) => roundOf(r, setup.variant.name)), rounds.noisy.map((r) => roundOf(r, setup.variant.name))),
+  )
+  if (results.length > 1) console.log(compare(setups, results.map((r) => r.medians)))
   if (flags.json) {
+    const summary = results.length === 1 ? results[0]!.summary : { variants: results.map((r) => r.summary) }
     writeFileSync(flags.json, `${JSON.stringify(summary, null, 2)}\n`)
     log(`results written to ${flags.json}`)
   }
-  if (!pass && flags.strict) exitCode = 3
+  if (!results[results.length - 1]!.pass && flags.strict) exitCode = 3
 } catch (err) {
   console.error(`\nbench:auth FAILED: ${(err as Error).message}`)
   exitCode = 1

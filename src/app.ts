@@ -4,6 +4,7 @@ import { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { systemClock, type Clock } from './platform/clock.js'
 import type { Config } from './platform/config.js'
+import { openChangeSignals } from './platform/db/change-signals.js'
 import { openStore, type Store } from './platform/db/connect.js'
 import { migrateToLatest } from './platform/db/migrations/index.js'
 import { installAuth } from './platform/http/auth.js'
@@ -20,7 +21,7 @@ import { NotFound } from './platform/problems.js'
 import { OutboxRelay } from './platform/outbox/relay.js'
 import { accountsRoutes, createSessionSigner } from './modules/accounts/index.js'
 import { audienceRoutes, ContactImporter, SegmentCountCache } from './modules/audience/index.js'
-import { KeyUsageRecorder, keysRoutes, verifyApiKey } from './modules/keys/index.js'
+import { KeyCache, KeyUsageRecorder, keysRoutes, verifyApiKey } from './modules/keys/index.js'
 import { Messaging } from './modules/messaging/index.js'
 import { Webhooks } from './modules/webhooks/index.js'
 import { Push, RedisPushBroker, StorePushBroker } from './modules/push/index.js'
@@ -75,7 +76,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   })
   const usage = new KeyUsageRecorder(store.db, logger.child({ component: 'key-usage' }), config.keyUsageFlushMs)
   const sessions = createSessionSigner(config.jwtSecret, clock)
-  const keysDeps = { db: store.db, dialect: store.dialect, clock, usage }
+  // SQLite: writes by other connections (data_version); PostgreSQL: LISTEN/NOTIFY on a connection of its own.
+  const changeSignals = openChangeSignals(config.database, store.db, logger.child({ component: 'change-signals' }), config.nodeId)
+  const keyCache = new KeyCache(changeSignals, config.keyCacheTtlMs)
+  const keysDeps = { db: store.db, dialect: store.dialect, clock, usage, cache: keyCache, signals: changeSignals }
   const audienceDeps = { db: store.db, dialect: store.dialect, clock, readLong: store.readLong }
   const segmentCounts = new SegmentCountCache(audienceDeps, logger.child({ component: 'segment-counts' }), {
     settleMs: config.segmentCountSettleMs,
@@ -171,6 +175,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   app.addHook('onReady', async () => {
     relay.start()
+    await changeSignals.start()
     usage.start()
     segmentCounts.start()
     await importer.start()
@@ -189,6 +194,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await leases.stop()
     await relay.stop()
     await usage.stop()
+    await changeSignals.stop()
     await segmentCounts.stop()
     redis?.disconnect()
     await store.close()

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { resolve } from 'node:path'
 
@@ -173,3 +173,32 @@ const CLOCK_TICKS = (() => {
   const value = Number(result.stdout?.trim())
   return Number.isFinite(value) && value > 0 ? value : 100
 })()
+
+/**
+ * Compiles the src/ of an earlier commit to .bench/commit-<sha>/dist (read from git with
+ * `git archive`, so the working tree and the index stay as they are) and returns its
+ * main.js: the "before" of a comparison. It runs against this checkout's node_modules.
+ */
+export function buildCommit(rev: string): { entry: string; sha: string } {
+  const git = (...args: string[]) => spawnSync('git', args, { cwd: PROJECT_DIR, encoding: 'buffer', maxBuffer: 1 << 30 })
+  const parsed = git('rev-parse', '--short', `${rev}^{commit}`)
+  if (parsed.status !== 0) throw new Error(`not a commit: ${rev} (${parsed.stderr.toString().trim()})`)
+  const sha = parsed.stdout.toString().trim()
+  const tree = resolve(PROJECT_DIR, '.bench', `commit-${sha}`)
+  const entry = resolve(tree, 'dist', 'main.js')
+  if (existsSync(entry)) return { entry, sha }
+  rmSync(tree, { recursive: true, force: true })
+  mkdirSync(tree, { recursive: true })
+  const archive = git('archive', '--format=tar', sha, 'src', 'tsconfig.json', 'tsconfig.build.json', 'package.json')
+  if (archive.status !== 0) throw new Error(`git archive ${sha} failed: ${archive.stderr.toString().trim()}`)
+  const untar = spawnSync('tar', ['-x', '-C', tree], { input: archive.stdout })
+  if (untar.status !== 0) throw new Error(`tar failed: ${untar.stderr.toString().trim()}`)
+  symlinkSync(resolve(PROJECT_DIR, 'node_modules'), resolve(tree, 'node_modules'))
+  const tsc = resolve(PROJECT_DIR, 'node_modules', 'typescript', 'bin', 'tsc')
+  const result = spawnSync(process.execPath, [tsc, '-p', resolve(tree, 'tsconfig.build.json')], { cwd: tree, stdio: ['ignore', 'inherit', 'inherit'] })
+  if (result.status !== 0 || !existsSync(entry)) {
+    rmSync(tree, { recursive: true, force: true })
+    throw new Error(`build of ${sha} failed (tsc exit ${result.status ?? result.signal})`)
+  }
+  return { entry, sha }
+}

@@ -23,6 +23,8 @@ export interface Config {
   bodyLimitBytes: number
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   keyUsageFlushMs: number
+  /** Verified API keys are kept in memory at most this long (0: every request looks the key up). */
+  keyCacheTtlMs: number
   outboxPollMs: number
   /** Relayed domain events are kept this long, then deleted. */
   outboxRetentionHours: number
@@ -118,6 +120,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: read.integer('BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
     logLevel: read.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
     keyUsageFlushMs: read.integer('KEY_USAGE_FLUSH_MS', 10_000, 10, 60_000),
+    keyCacheTtlMs: read.integer('KEY_CACHE_TTL_MS', 60_000, 0, 3_600_000),
     outboxPollMs: read.integer('OUTBOX_POLL_MS', 200, 10, 60_000),
     outboxRetentionHours: read.integer('OUTBOX_RETENTION_HOURS', 24, 1, 8760),
     trustProxy: read.boolean('TRUST_PROXY', false),

@@ -68,7 +68,8 @@ const ROUTES: RouteRow[] = [
 ]
 
 /** Routes anyone may call; every other documented route must declare a credential. */
-const PUBLIC_ROUTES = ['GET /healthz', 'GET /readyz', 'POST /v1/auth/signup', 'POST /v1/auth/login']
+// The push stream declares no API credential: its push token travels in the query (tested in src/modules/push).
+const PUBLIC_ROUTES = ['GET /healthz', 'GET /readyz', 'POST /v1/auth/signup', 'POST /v1/auth/login', 'GET /v1/push/stream']
 
 function fixed(method: string, path: string, body?: unknown): RouteRow['call'] {
   return async () => ({ method, path, ...(body === undefined ? {} : { body }) })

@@ -23,6 +23,7 @@ export function testConfig(database: DatabaseConfig, overrides: Partial<Config> 
     bodyLimitBytes: 1_048_576,
     logLevel: 'silent',
     keyUsageFlushMs: 50,
+    keyCacheTtlMs: 60_000,
     outboxPollMs: 20,
     outboxRetentionHours: 24,
     trustProxy: false,

@@ -57,14 +57,14 @@ export async function logIn(deps: AccountsDeps, input: LoginBody): Promise<{ tok
 }
 
 export async function getAccount(deps: Pick<AccountsDeps, 'db'>, accountId: string): Promise<Account> {
-  const row = await queries.findAccount(deps.db, accountId)
+  const row = await queries.findAccountWithInboundNumbers(deps.db, accountId)
   if (!row) throw new NotFound('account', accountId)
   return {
     id: row.id,
     name: row.name,
     balance: Number(row.balance),
     lowBalanceThreshold: Number(row.low_balance_threshold),
-    inboundNumbers: await queries.listInboundNumbers(deps.db, accountId),
+    inboundNumbers: row.inboundNumbers,
     createdAt: row.created_at,
   }
 }

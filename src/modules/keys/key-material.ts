@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto'
+import { hash, randomBytes } from 'node:crypto'
 import type { Permission } from '../../platform/http/principal.js'
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
@@ -23,5 +23,6 @@ export function generateKey(permission: Permission): string {
  * so there is nothing to brute-force that a slow hash would protect.
  */
 export function hashKey(rawKey: string): string {
-  return createHash('sha256').update(rawKey).digest('hex')
+  // The one-shot form: no Hash object per request.
+  return hash('sha256', rawKey, 'hex')
 }

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Dialect } from '../../platform/db/dialect.js'
+import { prepareQuery } from '../../platform/db/prepared.js'
 import type { ApiKeysTable, DB } from '../../platform/db/schema.js'
 
 type Handle = Kysely<DB> | Transaction<DB>
@@ -8,13 +9,13 @@ export async function insertKey(db: Handle, key: ApiKeysTable): Promise<void> {
   await db.insertInto('api_keys').values(key).execute()
 }
 
-export function findActiveKeyByHash(db: Handle, keyHash: string) {
-  return db
-    .selectFrom('api_keys')
-    .select(['id', 'account_id', 'permission'])
-    .where('key_hash', '=', keyHash)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst()
+// Runs on every request whose key is not in the node's cache: compiled once.
+const activeKeyByHash = prepareQuery(1, (db, keyHash: string) =>
+  db.selectFrom('api_keys').select(['id', 'account_id', 'permission']).where('key_hash', '=', keyHash).where('revoked_at', 'is', null),
+)
+
+export async function findActiveKeyByHash(db: Kysely<DB>, keyHash: string) {
+  return (await activeKeyByHash(db, keyHash))[0]
 }
 
 /**
@@ -53,16 +54,20 @@ export function listActiveKeys(db: Handle, accountId: string, limit: number, off
     .execute()
 }
 
-/** The account filter is part of the UPDATE: a foreign id and an unknown id are the same miss. */
-export async function revokeKey(db: Handle, accountId: string, keyId: string, at: string): Promise<boolean> {
-  const result = await db
+/**
+ * The account filter is part of the UPDATE: a foreign id and an unknown id are the same
+ * miss (undefined). Answers the revoked key's hash, by which caches know it.
+ */
+export async function revokeKey(db: Handle, accountId: string, keyId: string, at: string): Promise<string | undefined> {
+  const row = await db
     .updateTable('api_keys')
     .set({ revoked_at: at })
     .where('id', '=', keyId)
     .where('account_id', '=', accountId)
     .where('revoked_at', 'is', null)
+    .returning('key_hash')
     .executeTakeFirst()
-  return Number(result.numUpdatedRows) > 0
+  return row?.key_hash
 }
 
 /** Moves lastUsedAt forward only, so nodes flushing out of order never move it back. */

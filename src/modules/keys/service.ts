@@ -1,11 +1,13 @@
 import type { Kysely } from 'kysely'
 import type { Clock } from '../../platform/clock.js'
+import type { ChangeSignals } from '../../platform/db/change-signals.js'
 import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import { offsetOf, toPage, type Page, type PageRequest } from '../../platform/http/pagination.js'
-import type { Permission, Principal } from '../../platform/http/principal.js'
+import type { Permission } from '../../platform/http/principal.js'
 import { newId } from '../../platform/ids.js'
 import { Conflict, NotFound } from '../../platform/problems.js'
+import { KEY_REVOKED_CHANNEL, type KeyCache, type KeyPrincipal } from './key-cache.js'
 import { generateKey, hashKey, PREFIX_LENGTH } from './key-material.js'
 import * as queries from './queries.js'
 import type { ApiKey, CreateKeyBody } from './schemas.js'
@@ -16,6 +18,8 @@ export interface KeysDeps {
   dialect: Dialect
   clock: Clock
   usage: KeyUsageRecorder
+  cache: KeyCache
+  signals: ChangeSignals
 }
 
 /** Guards against runaway scripts; far above what a team uses. */
@@ -63,19 +67,35 @@ export async function listKeys(deps: KeysDeps, accountId: string, page: PageRequ
   return toPage(items, totalCount, page)
 }
 
+/**
+ * A revoked key fails on the very next request: this node forgets it before answering,
+ * and the other nodes hear of it from the announcement, which PostgreSQL delivers when
+ * the UPDATE commits.
+ */
 export async function revokeKey(deps: KeysDeps, accountId: string, keyId: string): Promise<void> {
-  if (!(await queries.revokeKey(deps.db, accountId, keyId, deps.clock.now().toISOString()))) {
-    throw new NotFound('API key', keyId)
-  }
+  const keyHash = await deps.db.transaction().execute(async (trx) => {
+    const revoked = await queries.revokeKey(trx, accountId, keyId, deps.clock.now().toISOString())
+    if (revoked === undefined) throw new NotFound('API key', keyId)
+    await deps.signals.announce(trx, KEY_REVOKED_CHANNEL, revoked)
+    return revoked
+  })
+  deps.cache.evict(keyHash)
 }
 
 /**
- * Checks a raw key against the store on every call. There is deliberately no cache: a
- * revoked key must fail on the very next request, on every node.
+ * The caller a raw key stands for, or null when it is unknown or revoked. Known keys come
+ * from the node's cache (see KeyCache for why a revoked one never does).
  */
-export async function verifyApiKey(deps: KeysDeps, rawKey: string): Promise<Extract<Principal, { kind: 'apiKey' }> | null> {
-  const row = await queries.findActiveKeyByHash(deps.db, hashKey(rawKey))
-  if (!row) return null
-  deps.usage.record(row.id, deps.clock.now().toISOString())
-  return { kind: 'apiKey', accountId: row.account_id, keyId: row.id, permission: row.permission }
+export async function verifyApiKey(deps: KeysDeps, rawKey: string): Promise<KeyPrincipal | null> {
+  const keyHash = hashKey(rawKey)
+  const nowMs = deps.clock.now().getTime()
+  let { key, ticket } = await deps.cache.find(keyHash, nowMs)
+  if (key === undefined) {
+    const row = await queries.findActiveKeyByHash(deps.db, keyHash)
+    if (!row) return null
+    key = { kind: 'apiKey', accountId: row.account_id, keyId: row.id, permission: row.permission }
+    deps.cache.remember(keyHash, key, ticket, nowMs)
+  }
+  deps.usage.record(key.keyId, nowMs)
+  return key
 }

@@ -9,7 +9,8 @@ import { touchKey } from './queries.js'
  * at 60 s by config, which bounds how stale lastUsedAt can be.
  */
 export class KeyUsageRecorder {
-  private pending = new Map<string, string>()
+  // Key id to the time of its last use, in ms: no date formatting on the request path.
+  private pending = new Map<string, number>()
   private timer: NodeJS.Timeout | undefined
 
   constructor(
@@ -18,8 +19,8 @@ export class KeyUsageRecorder {
     private readonly flushMs: number,
   ) {}
 
-  record(keyId: string, usedAt: string): void {
-    this.pending.set(keyId, usedAt)
+  record(keyId: string, usedAtMs: number): void {
+    this.pending.set(keyId, usedAtMs)
   }
 
   start(): void {
@@ -33,11 +34,11 @@ export class KeyUsageRecorder {
     this.pending = new Map()
     try {
       await this.db.transaction().execute(async (trx) => {
-        for (const [keyId, usedAt] of batch) await touchKey(trx, keyId, usedAt)
+        for (const [keyId, usedAtMs] of batch) await touchKey(trx, keyId, new Date(usedAtMs).toISOString())
       })
     } catch (err) {
       this.logger.warn({ err }, 'could not record key usage; will retry')
-      for (const [keyId, usedAt] of batch) if (!this.pending.has(keyId)) this.pending.set(keyId, usedAt)
+      for (const [keyId, usedAtMs] of batch) if (!this.pending.has(keyId)) this.pending.set(keyId, usedAtMs)
     }
   }
 

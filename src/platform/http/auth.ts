@@ -17,7 +17,7 @@ type SessionPrincipal = Extract<Principal, { kind: 'session' }>
 
 /** How credentials are checked; the keys and accounts modules provide these. */
 export interface Authenticators {
-  /** Null when the key is unknown or revoked. Never cached: a revoked key fails at once. */
+  /** Null when the key is unknown or revoked; a revoked key fails from the next request on. */
   verifyApiKey(rawKey: string): Promise<ApiKeyPrincipal | null>
   /** Null when the token is not a valid, unexpired session JWT. */
   verifySession(token: string): Promise<SessionPrincipal | null>

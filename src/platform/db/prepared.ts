@@ -1,0 +1,37 @@
+import type { CompiledQuery, Compilable, Kysely } from 'kysely'
+import type { DB } from './schema.js'
+
+/** A query built and compiled once per store handle, then run with new values only. */
+export type PreparedQuery<P extends unknown[], O> = (db: Kysely<DB>, ...values: P) => Promise<O[]>
+
+/**
+ * Prepares a query for the hot path of a request. `build` is called once per handle with
+ * placeholders for the values; later calls substitute the values into the compiled
+ * parameters. Building and compiling a Kysely query tree costs more than running a short
+ * statement on SQLite: this takes both off every request. `build` must use each value as
+ * a bound parameter only (in a comparison, not in sql.raw or a table name), and must not
+ * branch on it.
+ */
+export function prepareQuery<P extends unknown[], O>(
+  arity: P['length'],
+  build: (db: Kysely<DB>, ...values: P) => Compilable<O>,
+): PreparedQuery<P, O> {
+  const compiled = new WeakMap<Kysely<DB>, { query: CompiledQuery<O>; slots: (number | undefined)[] }>()
+  return async (db, ...values) => {
+    let prepared = compiled.get(db)
+    if (!prepared) {
+      const placeholders = Array.from({ length: arity }, () => new Placeholder())
+      const query = build(db, ...(placeholders as P)).compile()
+      const slots = query.parameters.map((parameter) => (parameter instanceof Placeholder ? placeholders.indexOf(parameter) : undefined))
+      const used = new Set(slots.filter((slot) => slot !== undefined))
+      if (used.size !== arity) throw new Error(`prepareQuery: ${arity - used.size} of ${arity} values do not reach the SQL as parameters`)
+      prepared = { query, slots }
+      compiled.set(db, prepared)
+    }
+    const { query, slots } = prepared
+    const parameters = query.parameters.map((constant, i) => (slots[i] === undefined ? constant : values[slots[i]]))
+    return (await db.executeQuery<O>({ ...query, parameters })).rows
+  }
+}
+
+class Placeholder {}
