@@ -11,6 +11,7 @@ import { installAuth } from './platform/http/auth.js'
 import { answerClientError, installClientErrors } from './platform/http/client-errors.js'
 import { installDraining } from './platform/http/draining.js'
 import { installErrorHandling, sendProblem } from './platform/http/error-handler.js'
+import { installDashboard } from './platform/http/dashboard.js'
 import { installHealth } from './platform/http/health.js'
 import { installOpenApi } from './platform/http/openapi.js'
 import { installRateLimit } from './platform/http/rate-limit.js'
@@ -161,6 +162,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await installRateLimit(app, { perSecond: config.rateLimitPerSecond, redis })
   await installOpenApi(app)
   installHealth(app, store)
+  await installDashboard(app)
 
   await app.register(accountsRoutes, {
     deps: accountsDeps,

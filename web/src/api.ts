@@ -1,0 +1,144 @@
+/** The public API's RFC 9457 problem details, as every endpoint answers errors. */
+export interface FieldError {
+  field: string
+  message: string
+}
+
+export interface Problem {
+  type?: string
+  title: string
+  status: number
+  detail?: string
+  errors?: FieldError[]
+}
+
+export class ApiError extends Error {
+  constructor(readonly problem: Problem) {
+    super(problem.detail ?? problem.title)
+  }
+
+  get status(): number {
+    return this.problem.status
+  }
+}
+
+/** The spec's paginated list envelope. */
+export interface Page<T> {
+  items: T[]
+  totalCount: number
+  pageNumber: number
+  totalPages: number
+  hasNextPage: boolean
+  hasPreviousPage: boolean
+}
+
+export interface RequestOptions {
+  token?: string | undefined
+  body?: unknown
+  signal?: AbortSignal
+}
+
+/**
+ * Calls /v1 on this origin and answers the parsed body, or throws ApiError with the
+ * problem details (a network failure or a non-problem answer becomes one too).
+ */
+export async function request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json, application/problem+json' }
+  if (options.token) headers.authorization = `Bearer ${options.token}`
+  if (options.body !== undefined) headers['content-type'] = 'application/json'
+  let response: Response
+  try {
+    response = await fetch(`/v1${path}`, {
+      method,
+      headers,
+      body: options.body === undefined ? null : JSON.stringify(options.body),
+      signal: options.signal ?? null,
+      // The token travels in the header only; no cookie is needed or sent.
+      credentials: 'omit',
+    })
+  } catch (err) {
+    if (err instanceof DOMException && err.name === 'AbortError') throw err
+    throw new ApiError({ title: 'Network error', status: 0, detail: 'The server could not be reached. Check your connection and try again.' })
+  }
+  const text = await response.text()
+  const type = response.headers.get('content-type') ?? ''
+  const parsed: unknown = type.includes('json') && text !== '' ? JSON.parse(text) : undefined
+  if (response.ok) return parsed as T
+  if (isProblem(parsed)) throw new ApiError(parsed)
+  throw new ApiError({ title: response.statusText || 'Request failed', status: response.status, detail: `The server answered ${response.status}.` })
+}
+
+function isProblem(value: unknown): value is Problem {
+  return typeof value === 'object' && value !== null && typeof (value as Problem).title === 'string' && typeof (value as Problem).status === 'number'
+}
+
+/** Errors the API names for `field` itself or for its members (`recipients[2]`, `rules[0].value`). */
+export function errorsFor(error: unknown, field: string): FieldError[] {
+  if (!(error instanceof ApiError)) return []
+  return (error.problem.errors ?? []).filter((e) => e.field === field || e.field.startsWith(`${field}[`) || e.field.startsWith(`${field}.`))
+}
+
+// Resources this dashboard reads, as the API documents them (/docs).
+export interface Account {
+  id: string
+  name: string
+  balance: number
+  lowBalanceThreshold: number
+  inboundNumbers: string[]
+  createdAt: string
+}
+
+export type Permission = 'Sms' | 'Full' | 'Playground'
+
+export interface ApiKey {
+  id: string
+  name: string | null
+  prefix: string
+  permission: Permission
+  createdAt: string
+  lastUsedAt: string | null
+}
+
+export type RecipientStatus = 'queued' | 'sent' | 'delivered' | 'failed'
+
+export interface SmsListItem {
+  messageId: string
+  content: string
+  senderId: string
+  segments: number
+  encoding: 'GSM-7' | 'UCS-2'
+  sandbox: boolean
+  broadcastId: string | null
+  recipientCount: number
+  creditsUsed: number
+  sent: number
+  delivered: number
+  failed: number
+  scheduledAt: string | null
+  createdAt: string
+}
+
+export interface SmsRecipient {
+  phoneNumber: string
+  status: RecipientStatus
+  carrierMessageId: string | null
+  sentAt: string | null
+  deliveredAt: string | null
+  failedAt: string | null
+  error: string | null
+}
+
+export interface SmsMessage extends SmsListItem {
+  recipients: SmsRecipient[]
+}
+
+export interface SendSmsResult {
+  messageId: string
+  status: 'queued'
+  recipients: number
+  segments: number
+  encoding: 'GSM-7' | 'UCS-2'
+  creditsUsed: number
+  sandbox: boolean
+  skipped: { phoneNumber: string; reason: 'optedOut' }[]
+}

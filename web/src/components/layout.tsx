@@ -1,0 +1,65 @@
+import { useEffect, useRef, type ReactNode } from 'react'
+import { PATHS } from '../paths'
+import { Link, navigate } from '../router'
+import { useSession } from '../session'
+
+const NAV = [
+  { to: PATHS.overview, label: 'Overview' },
+  { to: PATHS.keys, label: 'API keys' },
+  { to: PATHS.sms, label: 'SMS' },
+]
+
+/** The signed-in frame: navigation, the user and log out, then the page. */
+export function Layout({ path, title, children }: { path: string; title: string; children: ReactNode }) {
+  const { session, signOut } = useSession()
+  return (
+    <div className="shell">
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <span className="brand">Messaging platform</span>
+        <nav aria-label="Main">
+          <ul>
+            {NAV.map((item) => (
+              <li key={item.to}>
+                <Link to={item.to} aria-current={path === item.to ? 'page' : undefined}>
+                  {item.label}
+                </Link>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <div className="user">
+          <span className="muted" title="Signed in as">
+            {session?.email}
+          </span>
+          <button type="button" onClick={() => {
+              signOut('loggedOut')
+              navigate(PATHS.login)
+            }}>
+            Log out
+          </button>
+        </div>
+      </header>
+      <Page title={title}>{children}</Page>
+    </div>
+  )
+}
+
+/** The page's <main>; its heading takes focus on arrival so screen readers announce the new page. */
+export function Page({ title, children, narrow }: { title: string; children: ReactNode; narrow?: boolean }) {
+  const heading = useRef<HTMLHeadingElement>(null)
+  useEffect(() => {
+    document.title = `${title} · Messaging platform`
+    heading.current?.focus({ preventScroll: true })
+  }, [title])
+  return (
+    <main id="main" className={narrow ? 'main narrow' : 'main'}>
+      <h1 ref={heading} tabIndex={-1}>
+        {title}
+      </h1>
+      {children}
+    </main>
+  )
+}
