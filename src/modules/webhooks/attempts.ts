@@ -9,6 +9,15 @@ import type { AttemptResult } from './sender.js'
 /** Automatic attempts follow the retry schedule; a manual one (retry, test) is one more attempt and leaves the schedule as it was. */
 export type AttemptKind = 'automatic' | 'manual'
 
+/** One finished attempt of a delivery this node holds. */
+export interface AttemptOutcome {
+  delivery: ClaimedDelivery
+  kind: AttemptKind
+  result: AttemptResult
+  /** When the attempt started: its log entry's deliveredAt and its signature's timestamp. */
+  at: Date
+}
+
 export interface RecordedAttempt {
   log: queries.LogRow
   /** The receiver answered 410 Gone and the webhook was switched off. */
@@ -17,13 +26,87 @@ export interface RecordedAttempt {
   nextAttemptAt: string | null
 }
 
+/** Where the delivery stands after the attempt; `active` holds the webhooks still active, asked only for failed automatic attempts. */
+function settlementOf(outcome: AttemptOutcome, active: Set<string>, scheduleMs: readonly number[]): queries.DeliverySettlement {
+  const { delivery, kind, result, at } = outcome
+  const scheduledAttempts = delivery.scheduledAttempts + (kind === 'automatic' ? 1 : 0)
+  let status = delivery.status
+  // A manual attempt leaves a pending delivery's next automatic attempt where it was.
+  let next = delivery.nextAttemptAt ?? undefined
+  if (result.success) status = 'delivered'
+  else if (result.gone) status = delivery.status === 'delivered' ? 'delivered' : 'failed'
+  else if (kind === 'automatic') {
+    // A webhook switched off meanwhile takes no more retries.
+    next = active.has(delivery.webhookId) ? scheduleNext(scheduleMs, scheduledAttempts, at, result.retryAfterMs)?.toISOString() : undefined
+    status = next ? 'pending' : 'failed'
+  }
+  return {
+    id: delivery.id,
+    status,
+    attempts: delivery.attempts + 1,
+    scheduledAttempts,
+    nextAttemptAt: status === 'pending' ? (next ?? null) : null,
+    lastAttemptAt: at.toISOString(),
+  }
+}
+
+function logOf(outcome: AttemptOutcome, attempt: number): queries.LogRow {
+  const { delivery, result, at } = outcome
+  return {
+    id: newId(),
+    delivery_id: delivery.id,
+    webhook_id: delivery.webhookId,
+    account_id: delivery.accountId,
+    event_id: delivery.eventId,
+    event_type: delivery.eventType,
+    attempt,
+    status_code: result.statusCode,
+    success: result.success ? 1 : 0,
+    duration_ms: result.durationMs,
+    error: result.error,
+    response_body: result.responseBody,
+    delivered_at: at.toISOString(),
+  }
+}
+
 /**
- * Records an attempt of a delivery this node holds, in one transaction: the log entry,
- * where the delivery stands now (delivered, failed, or pending with its next attempt),
- * and, on 410 Gone, the webhook switched off with its pending deliveries ended.
- * Undefined when the claim was lost meanwhile (the webhook was deleted, or another node
- * reclaimed the delivery): then nothing is recorded.
+ * Records attempts of deliveries this node holds, in one transaction for the batch: a log
+ * entry per attempt, where each delivery stands now (delivered, failed, or pending with
+ * its next attempt), and, on 410 Gone, the webhook switched off with its pending
+ * deliveries ended. One transaction and a few statements however many attempts it
+ * records, so a busy worker pays one commit per batch rather than per attempt. For each
+ * outcome, in order: what was recorded, or undefined when the claim was lost meanwhile
+ * (the webhook was deleted, or another node reclaimed the delivery): then nothing is
+ * recorded for it.
  */
+export async function recordAttempts(
+  db: Kysely<DB>,
+  leaseOwner: string,
+  outcomes: readonly AttemptOutcome[],
+  scheduleMs: readonly number[],
+): Promise<(RecordedAttempt | undefined)[]> {
+  if (outcomes.length === 0) return []
+  return db.transaction().execute(async (trx) => {
+    const retrying = outcomes.filter((o) => o.kind === 'automatic' && !o.result.success && !o.result.gone)
+    const active = await queries.activeWebhookIds(trx, [...new Set(retrying.map((o) => o.delivery.webhookId))])
+    const settlements = outcomes.map((o) => settlementOf(o, active, scheduleMs))
+    const settled = await queries.settleDeliveries(trx, leaseOwner, settlements)
+    const recorded = outcomes.map((outcome, i): RecordedAttempt | undefined => {
+      const settlement = settlements[i]!
+      if (!settled.has(settlement.id)) return undefined
+      return { log: logOf(outcome, settlement.attempts), deactivated: outcome.result.gone, nextAttemptAt: settlement.nextAttemptAt }
+    })
+    await queries.insertLogs(trx, recorded.flatMap((r) => (r ? [r.log] : [])))
+    for (const [i, outcome] of outcomes.entries()) {
+      if (!recorded[i]?.deactivated) continue
+      await queries.deactivateWebhook(trx, outcome.delivery.webhookId, outcome.at.toISOString())
+      await queries.cancelPendingDeliveries(trx, outcome.delivery.webhookId)
+    }
+    return recorded
+  })
+}
+
+/** Records one attempt (a manual retry or test), as recordAttempts does a batch. */
 export async function recordAttempt(
   db: Kysely<DB>,
   leaseOwner: string,
@@ -33,48 +116,6 @@ export async function recordAttempt(
   at: Date,
   scheduleMs: readonly number[],
 ): Promise<RecordedAttempt | undefined> {
-  const attempt = delivery.attempts + 1
-  return db.transaction().execute(async (trx) => {
-    const scheduledAttempts = delivery.scheduledAttempts + (kind === 'automatic' ? 1 : 0)
-    let status = delivery.status
-    // A manual attempt leaves a pending delivery's next automatic attempt where it was.
-    let next = delivery.nextAttemptAt ?? undefined
-    if (result.success) status = 'delivered'
-    else if (result.gone) status = delivery.status === 'delivered' ? 'delivered' : 'failed'
-    else if (kind === 'automatic') {
-      // A webhook switched off meanwhile takes no more retries.
-      next = (await queries.webhookIsActive(trx, delivery.webhookId)) ? scheduleNext(scheduleMs, scheduledAttempts, at, result.retryAfterMs)?.toISOString() : undefined
-      status = next ? 'pending' : 'failed'
-    }
-    const nextAttemptAt = status === 'pending' ? (next ?? null) : null
-    const settled = await queries.settleDelivery(trx, delivery.id, leaseOwner, {
-      status,
-      attempts: attempt,
-      scheduled_attempts: scheduledAttempts,
-      next_attempt_at: nextAttemptAt,
-      last_attempt_at: at.toISOString(),
-    })
-    if (!settled) return undefined
-    const log: queries.LogRow = {
-      id: newId(),
-      delivery_id: delivery.id,
-      webhook_id: delivery.webhookId,
-      account_id: delivery.accountId,
-      event_id: delivery.eventId,
-      event_type: delivery.eventType,
-      attempt,
-      status_code: result.statusCode,
-      success: result.success ? 1 : 0,
-      duration_ms: result.durationMs,
-      error: result.error,
-      response_body: result.responseBody,
-      delivered_at: at.toISOString(),
-    }
-    await queries.insertLog(trx, log)
-    if (result.gone) {
-      await queries.deactivateWebhook(trx, delivery.webhookId, at.toISOString())
-      await queries.cancelPendingDeliveries(trx, delivery.webhookId)
-    }
-    return { log, deactivated: result.gone, nextAttemptAt }
-  })
+  const [recorded] = await recordAttempts(db, leaseOwner, [{ delivery, kind, result, at }], scheduleMs)
+  return recorded
 }

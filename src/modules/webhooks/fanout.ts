@@ -24,7 +24,8 @@ export function eventBody(event: Pick<RelayedEvent, 'type' | 'data'>): string {
  * webhook of the event's account and type that is active and was active when the event
  * occurred. The deliveries commit with the consumer's position, so each event fans out
  * exactly once, on whichever node relays it. Registered for the first time, it starts
- * at the end of the outbox: a new installation does not replay history.
+ * at the end of the outbox: a new installation does not replay history. `created` is
+ * called when deliveries were written, inside the relay's transaction: before they commit.
  */
 export function webhookFanOut(clock: Clock, created: () => void): OutboxConsumer {
   return {

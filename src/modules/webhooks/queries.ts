@@ -1,6 +1,7 @@
 import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from 'kysely'
 import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB, WebhookDeliveriesTable, WebhookLogsTable, WebhooksTable } from '../../platform/db/schema.js'
+import { createBulkInsert } from '../../platform/db/bulk.js'
 import { Leases } from '../../platform/lease.js'
 
 type Handle = Kysely<DB> | Transaction<DB>
@@ -202,29 +203,53 @@ export async function insertDelivery(db: Handle, row: Insertable<WebhookDeliveri
   await db.insertInto('webhook_deliveries').values(row).execute()
 }
 
-/** Records where a claimed delivery stands after an attempt; false when this node no longer holds it. */
-export async function settleDelivery(
-  trx: Transaction<DB>,
-  deliveryId: string,
-  leaseOwner: string,
-  changes: { status: 'pending' | 'delivered' | 'failed'; attempts: number; scheduled_attempts: number; next_attempt_at: string | null; last_attempt_at: string },
-): Promise<boolean> {
-  const result = await trx
-    .updateTable('webhook_deliveries')
-    .set({ ...changes, ...Leases.released() })
-    .where('id', '=', deliveryId)
-    .where('lease_owner', '=', leaseOwner)
-    .executeTakeFirst()
-  return Number(result.numUpdatedRows) > 0
+/** Where a delivery stands after an attempt. */
+export interface DeliverySettlement {
+  id: string
+  status: 'pending' | 'delivered' | 'failed'
+  attempts: number
+  scheduledAttempts: number
+  nextAttemptAt: string | null
+  lastAttemptAt: string
 }
 
-export async function webhookIsActive(db: Handle, webhookId: string): Promise<boolean> {
-  const row = await db.selectFrom('webhooks').select('is_active').where('id', '=', webhookId).executeTakeFirst()
-  return row !== undefined && Number(row.is_active) === 1
+/**
+ * Records where claimed deliveries stand after their attempts and ends the claims, in one
+ * statement for the batch (one round trip on PostgreSQL, one statement on SQLite's
+ * thread). Returns the ids it settled: a delivery this node no longer holds (reclaimed
+ * by another node, or deleted with its webhook) is left alone.
+ */
+export async function settleDeliveries(trx: Transaction<DB>, leaseOwner: string, settlements: readonly DeliverySettlement[]): Promise<Set<string>> {
+  if (settlements.length === 0) return new Set()
+  // Casts in every row: PostgreSQL types a VALUES list of bare parameters as text.
+  const rows = settlements.map(
+    (s) =>
+      sql`(cast(${s.id} as text), cast(${s.status} as text), cast(${s.attempts} as integer), cast(${s.scheduledAttempts} as integer), cast(${s.nextAttemptAt} as text), cast(${s.lastAttemptAt} as text))`,
+  )
+  // VALUES columns are column1..column6 on both stores (SQLite takes no column aliases).
+  const { rows: settled } = await sql<{ id: string }>`
+    update webhook_deliveries set status = v.column2, attempts = v.column3, scheduled_attempts = v.column4,
+      next_attempt_at = v.column5, last_attempt_at = v.column6, lease_owner = null, lease_expires_at = null
+    from (values ${sql.join(rows)}) as v
+    where webhook_deliveries.id = v.column1 and webhook_deliveries.lease_owner = ${leaseOwner}
+    returning webhook_deliveries.id`.execute(trx)
+  return new Set(settled.map((row) => row.id))
 }
 
-export async function insertLog(db: Handle, row: WebhookLogsTable): Promise<void> {
-  await db.insertInto('webhook_logs').values(row).execute()
+/** Which of these webhooks are active. */
+export async function activeWebhookIds(db: Handle, webhookIds: string[]): Promise<Set<string>> {
+  if (webhookIds.length === 0) return new Set()
+  const rows = await db.selectFrom('webhooks').select('id').where('id', 'in', webhookIds).where('is_active', '=', 1).execute()
+  return new Set(rows.map((row) => row.id))
+}
+
+const insertLogRows = createBulkInsert<WebhookLogsTable>({
+  table: 'webhook_logs',
+  columns: ['id', 'delivery_id', 'webhook_id', 'account_id', 'event_id', 'event_type', 'attempt', 'status_code', 'success', 'duration_ms', 'error', 'response_body', 'delivered_at'],
+})
+
+export async function insertLogs(db: Handle, rows: readonly WebhookLogsTable[]): Promise<void> {
+  if (rows.length > 0) await insertLogRows(db, rows)
 }
 
 export function listLogs(db: Handle, webhookId: string, limit: number) {

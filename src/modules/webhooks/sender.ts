@@ -35,13 +35,12 @@ class AttemptTimeout extends Error {}
  * anything else a failure. Redirects are not followed. The body is read up to 1 KiB
  * and the connection closed on anything longer or slower, so a receiver cannot hold
  * it; a complete short answer leaves the connection open for the next delivery.
+ * `controller` lets the caller cut the attempt short (shutdown, a lost claim): one
+ * controller per attempt serves both that and the timeout.
  */
-export async function sendAttempt(agent: Dispatcher, attempt: Attempt, at: Date, timeoutMs: number, cancel?: AbortSignal): Promise<AttemptResult> {
+export async function sendAttempt(agent: Dispatcher, attempt: Attempt, at: Date, timeoutMs: number, controller = new AbortController()): Promise<AttemptResult> {
   const started = performance.now()
-  const controller = new AbortController()
   const timer = setTimeout(() => controller.abort(new AttemptTimeout()), timeoutMs)
-  const onCancel = () => controller.abort(cancel?.reason)
-  cancel?.addEventListener('abort', onCancel, { once: true })
   const elapsed = () => Math.round(performance.now() - started)
   try {
     const response = await request(attempt.endpoint, {
@@ -72,7 +71,6 @@ export async function sendAttempt(agent: Dispatcher, attempt: Attempt, at: Date,
     return { statusCode: 0, success: false, durationMs: elapsed(), error, responseBody: null, retryAfterMs: undefined, gone: false }
   } finally {
     clearTimeout(timer)
-    cancel?.removeEventListener('abort', onCancel)
   }
 }
 

@@ -59,7 +59,7 @@ export class Webhooks {
     })
     this.retention = new LogRetention(store.db, clock, logger.child({ component: 'webhook-retention' }), options.logRetentionDays * 86_400_000)
     // Registered now, so the relay never prunes events before this consumer has a position.
-    relay.register(webhookFanOut(clock, () => setTimeout(() => this.worker.wake(), 10).unref()))
+    relay.register(webhookFanOut(clock, () => this.worker.expectDeliveries()))
   }
 
   async register(app: FastifyInstance): Promise<void> {

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import type { Dispatcher } from 'undici'
 import type { Leases } from '../../platform/lease.js'
-import { recordAttempt } from './attempts.js'
+import { recordAttempts, type AttemptOutcome } from './attempts.js'
 import type { WebhooksDeps } from './deps.js'
 import * as queries from './queries.js'
 import { sendAttempt } from './sender.js'
@@ -11,30 +11,63 @@ export interface DeliveryWorkerOptions {
   retryScheduleMs: readonly number[]
   /** Attempts in flight on this node at once, over all endpoints. */
   maxInFlight: number
-  /** Attempts in flight on this node at once to one webhook: a slow endpoint holds no more than this. */
+  /** Deliveries of one webhook this node holds at once (in flight, waiting, or being recorded): a slow endpoint holds no more than this. */
   maxInFlightPerWebhook: number
   /** How often an idle worker looks for due deliveries (new ones wake it at once). */
   idlePollMs: number
 }
 
+/** Attempts recorded in one transaction at most. */
+const RECORD_BATCH = 256
+/** How long a finished attempt may wait for others to share its transaction. */
+const RECORD_DELAY_MS = 20
+/** PostgreSQL's SQLSTATE for a transaction it rolled back to break a deadlock. */
+const DEADLOCK_DETECTED = '40P01'
+/**
+ * Claimed deliveries waiting for a slot, at most, in multiples of maxInFlight. The queue is
+ * refilled when half is left, so a claim takes about twice maxInFlight rows: on SQLite a
+ * claim of a few rows cost about what a claim of a hundred does.
+ */
+const CLAIM_AHEAD = 4
+/** After the fan-out reports new deliveries, how long an empty claim is retried soon (its transaction may not have committed yet). */
+const EXPECT_WINDOW_MS = 1000
+const EXPECT_FIRST_RETRY_MS = 5
+
 /**
  * Attempts due deliveries and survives restarts. Deliveries are claimed with the lease
- * (SKIP LOCKED on PostgreSQL, so nodes never attempt one delivery at once), sent with
- * bounded concurrency per webhook and overall, and each outcome recorded with its log
- * entry. A claim whose node died returns to the queue when its lease runs out (at
- * once, at an embedded restart), and the delivery is attempted again.
+ * (SKIP LOCKED on PostgreSQL, so nodes never attempt one delivery at once) in batches: a
+ * few times `maxInFlight` wait claimed beside the `maxInFlight` in flight, so a claim
+ * serves many attempts and a finished attempt's slot is refilled at once, without a
+ * store round trip. Each webhook holds at most `maxInFlightPerWebhook` of them, and any
+ * claimed delivery may start as soon as a slot is free, so a slow endpoint delays no
+ * other. Finished attempts are recorded together (each with its log entry) by one
+ * recorder: while it commits a batch the next one gathers. A claim whose node died
+ * returns to the queue when its lease runs out (at once, at an embedded restart), and
+ * the delivery is attempted again.
  */
 export class DeliveryWorker {
   private running = false
   private loop: Promise<void> | undefined
   private wakeUp: (() => void) | undefined
   private woken = false
-  private readonly inFlight = new Map<string, number>()
-  private total = 0
+  /** Claimed, not started yet, oldest first. */
+  private queue: queries.ClaimedDelivery[] = []
+  /** Per webhook: claimed and not yet recorded. */
+  private readonly held = new Map<string, number>()
+  private inFlight = 0
   private readonly attempts = new Set<Promise<void>>()
   private readonly cancels = new Map<string, AbortController>()
+  /** Attempts this worker cut short (shutdown, a lost claim), as opposed to timed out. */
+  private readonly interrupted = new WeakSet<AbortController>()
+  /** Finished attempts waiting for the recorder. */
+  private finished: AttemptOutcome[] = []
+  private recording: Promise<void> | undefined
+  private recordTimer: NodeJS.Timeout | undefined
   /** The soonest retry this node scheduled, so it need not wait for a poll to send it. */
   private soonestRetryAt = Infinity
+  /** Until then, an empty claim is tried again soon: the fan-out said deliveries are coming. */
+  private expectUntil = 0
+  private expectRetryMs = EXPECT_FIRST_RETRY_MS
 
   constructor(
     private readonly deps: WebhooksDeps,
@@ -65,21 +98,41 @@ export class DeliveryWorker {
     this.wakeUp?.()
   }
 
+  /**
+   * The fan-out is writing deliveries: look now, and if its transaction has not committed
+   * yet, look again within milliseconds rather than at the next poll.
+   */
+  expectDeliveries(): void {
+    this.expectUntil = this.deps.clock.now().getTime() + EXPECT_WINDOW_MS
+    this.expectRetryMs = EXPECT_FIRST_RETRY_MS
+    this.wake()
+  }
+
   async stop(): Promise<void> {
     this.running = false
     this.wake()
     await this.loop
     // Attempts in flight end within the timeout; cut them short instead: their
     // deliveries are released and attempted again by the next run or another node.
-    for (const controller of this.cancels.values()) controller.abort(new Error('shutting down'))
+    for (const controller of this.cancels.values()) this.interrupt(controller, 'shutting down')
     await Promise.all(this.attempts)
+    // What finished before is recorded, so it is not sent again.
+    this.recordSoon()
+    while (this.recording) await this.recording
+    const waiting = this.queue
+    this.queue = []
+    for (const delivery of waiting) this.letGo(delivery)
+    await queries.releaseDeliveries(this.deps.db, waiting.map((d) => d.id))
   }
 
   private async run(): Promise<void> {
     while (this.running) {
       try {
-        const claimed = this.total < this.options.maxInFlight ? await this.claim() : []
-        if (claimed.length === 0) await this.idle()
+        // Claims when the claimed-ahead deliveries run low, for as many as fill the queue again.
+        const ahead = CLAIM_AHEAD * this.options.maxInFlight
+        const room = ahead + this.options.maxInFlight - this.inFlight - this.queue.length
+        const claimed = this.queue.length <= ahead / 2 && room > 0 ? await this.claim(room) : 0
+        if (claimed === 0) await this.idle()
       } catch (err) {
         this.logger.error({ err }, 'claiming webhook deliveries failed; retrying')
         await this.idle()
@@ -92,8 +145,13 @@ export class DeliveryWorker {
       this.woken = false
       return Promise.resolve()
     }
-    const untilRetry = this.soonestRetryAt - this.deps.clock.now().getTime()
-    const waitMs = Math.max(5, Math.min(this.options.idlePollMs, untilRetry))
+    const now = this.deps.clock.now().getTime()
+    const untilRetry = this.soonestRetryAt - now
+    let waitMs = Math.max(5, Math.min(this.options.idlePollMs, untilRetry))
+    if (now < this.expectUntil) {
+      waitMs = Math.min(waitMs, this.expectRetryMs)
+      this.expectRetryMs *= 2
+    }
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer)
@@ -108,64 +166,157 @@ export class DeliveryWorker {
     })
   }
 
-  /** Claims what this node may take on now and starts each attempt; returns what it started. */
-  private async claim(): Promise<queries.ClaimedDelivery[]> {
+  /** Claims up to `limit` due deliveries, queues them and starts what the free slots allow; returns how many it claimed. */
+  private async claim(limit: number): Promise<number> {
     const { db, dialect, clock } = this.deps
     const now = clock.now()
     if (this.soonestRetryAt <= now.getTime()) this.soonestRetryAt = Infinity
-    const busy = [...this.inFlight].filter(([, n]) => n >= this.options.maxInFlightPerWebhook).map(([id]) => id)
-    const claimed = await queries.claimDueDeliveries(db, dialect, this.leases.claim(), now.toISOString(), this.options.maxInFlight - this.total, busy)
-    const started: queries.ClaimedDelivery[] = []
+    const perWebhook = this.options.maxInFlightPerWebhook
+    const busy = [...this.held].filter(([, n]) => n >= perWebhook).map(([id]) => id)
+    const claimed = await queries.claimDueDeliveries(db, dialect, this.leases.claim(), now.toISOString(), limit, busy)
     const over: string[] = []
     for (const delivery of claimed) {
-      // One batch may hold more of a webhook's deliveries than it may have in flight: the rest go back.
-      if ((this.inFlight.get(delivery.webhookId) ?? 0) >= this.options.maxInFlightPerWebhook) over.push(delivery.id)
-      else {
-        this.begin(delivery)
-        started.push(delivery)
+      // One batch may hold more of a webhook's deliveries than it may hold at once: the rest go back.
+      const held = this.held.get(delivery.webhookId) ?? 0
+      if (held >= perWebhook) {
+        over.push(delivery.id)
+        continue
       }
+      this.held.set(delivery.webhookId, held + 1)
+      this.leases.hold('webhook_deliveries', delivery.id, () => this.lost(delivery.id))
+      this.queue.push(delivery)
     }
     await queries.releaseDeliveries(db, over)
-    return started
+    if (claimed.length > over.length) this.expectUntil = 0
+    this.pump()
+    return claimed.length - over.length
+  }
+
+  /** Starts claimed deliveries while slots are free. */
+  private pump(): void {
+    // Stopping: what waits is released by stop(), not started.
+    if (!this.running) return
+    while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) this.begin(this.queue.shift()!)
+  }
+
+  /** Stops holding a delivery: its claim ended (recorded, released, or lost). */
+  private letGo(delivery: queries.ClaimedDelivery): void {
+    this.leases.release('webhook_deliveries', delivery.id)
+    const left = (this.held.get(delivery.webhookId) ?? 1) - 1
+    if (left === 0) this.held.delete(delivery.webhookId)
+    else this.held.set(delivery.webhookId, left)
+  }
+
+  /** Another node reclaimed the delivery: drop it if it waits, stop it if it is in flight. */
+  private lost(deliveryId: string): void {
+    const waiting = this.queue.findIndex((d) => d.id === deliveryId)
+    if (waiting >= 0) this.letGo(this.queue.splice(waiting, 1)[0]!)
+    else {
+      const controller = this.cancels.get(deliveryId)
+      if (controller) this.interrupt(controller, 'lease lost')
+    }
+  }
+
+  private interrupt(controller: AbortController, why: string): void {
+    this.interrupted.add(controller)
+    controller.abort(new Error(why))
   }
 
   private begin(delivery: queries.ClaimedDelivery): void {
-    this.total++
-    this.inFlight.set(delivery.webhookId, (this.inFlight.get(delivery.webhookId) ?? 0) + 1)
+    this.inFlight++
     const controller = new AbortController()
     this.cancels.set(delivery.id, controller)
-    this.leases.hold('webhook_deliveries', delivery.id, () => controller.abort(new Error('lease lost')))
-    const attempt = this.attempt(delivery, controller.signal)
-      .catch((err: unknown) => this.logger.error({ err, deliveryId: delivery.id }, 'recording a webhook attempt failed; the delivery is attempted again when its claim runs out'))
+    const attempt = this.attempt(delivery, controller)
+      .catch((err: unknown) => this.logger.error({ err, deliveryId: delivery.id }, 'a webhook attempt failed unexpectedly; the delivery is attempted again when its claim runs out'))
       .finally(() => {
-        this.leases.release('webhook_deliveries', delivery.id)
         this.cancels.delete(delivery.id)
         this.attempts.delete(attempt)
-        this.total--
-        const left = (this.inFlight.get(delivery.webhookId) ?? 1) - 1
-        if (left === 0) this.inFlight.delete(delivery.webhookId)
-        else this.inFlight.set(delivery.webhookId, left)
-        // A slot is free: deliveries waiting for it (or for this webhook) may go now.
+        this.inFlight--
+        this.pump()
+        // The claimed-ahead deliveries may be running low.
         this.wake()
       })
     this.attempts.add(attempt)
   }
 
-  private async attempt(delivery: queries.ClaimedDelivery, cancel: AbortSignal): Promise<void> {
+  private async attempt(delivery: queries.ClaimedDelivery, cancel: AbortController): Promise<void> {
     const at = this.deps.clock.now()
-    const result = await sendAttempt(this.agent, { endpoint: delivery.endpoint, eventId: delivery.eventId, body: delivery.payload, secrets: delivery.secrets }, at, this.options.timeoutMs, cancel)
-    if (cancel.aborted) {
-      // Shutting down, or the claim was lost: the delivery is attempted again, by this node's next run or another.
-      if (this.running) return
-      await queries.releaseDeliveries(this.deps.db, [delivery.id])
+    let result
+    try {
+      result = await sendAttempt(this.agent, { endpoint: delivery.endpoint, eventId: delivery.eventId, body: delivery.payload, secrets: delivery.secrets }, at, this.options.timeoutMs, cancel)
+    } catch (err) {
+      this.letGo(delivery)
+      throw err
+    }
+    if (this.interrupted.has(cancel) && !result.success) {
+      // Shutting down, or the claim was lost: the delivery is attempted again, by this node's
+      // next run or another. An answer that came in time is still recorded.
+      this.letGo(delivery)
+      if (!this.running) await queries.releaseDeliveries(this.deps.db, [delivery.id])
       return
     }
-    const recorded = await recordAttempt(this.deps.db, this.leases.nodeId, delivery, 'automatic', result, at, this.options.retryScheduleMs)
-    if (!recorded) return
-    if (recorded.deactivated) {
-      this.deps.demand.changed(delivery.accountId)
-      this.logger.info({ webhookId: delivery.webhookId }, 'webhook endpoint answered 410 Gone; webhook deactivated')
+    this.finished.push({ delivery, kind: 'automatic', result, at })
+    this.recordSoon()
+  }
+
+  /**
+   * Records finished attempts once enough have gathered to share a transaction, or a few
+   * milliseconds after the first; a commit per attempt cost more than the attempt. The
+   * receiver has its answer already: only the log and the delivery's state wait.
+   */
+  private recordSoon(): void {
+    if (this.recording) return // it looks again when its batch is done
+    if (this.finished.length >= this.options.maxInFlight || !this.running) this.recordNow()
+    else this.recordTimer ??= setTimeout(() => this.recordNow(), RECORD_DELAY_MS)
+  }
+
+  private recordNow(): void {
+    clearTimeout(this.recordTimer)
+    this.recordTimer = undefined
+    if (this.recording) return
+    this.recording = this.record().finally(() => {
+      this.recording = undefined
+      if (this.finished.length > 0) this.recordSoon()
+    })
+  }
+
+  /** Records a batch of finished attempts in one transaction. */
+  private async record(): Promise<void> {
+    const batch = this.finished.splice(0, RECORD_BATCH)
+    // Renewals stop first: a renewal updating these rows while the recording transaction
+    // holds some of them could deadlock with it on PostgreSQL. The claims stay valid for
+    // the rest of their lease, far longer than a recording takes; if one runs out even so,
+    // its delivery is reclaimed, the recording skips it and it is attempted again.
+    for (const { delivery } of batch) this.leases.release('webhook_deliveries', delivery.id)
+    try {
+      const recorded = await this.recordWithRetry(batch)
+      for (const [i, r] of recorded.entries()) {
+        if (!r) continue
+        const { delivery } = batch[i]!
+        if (r.deactivated) {
+          this.deps.demand.changed(delivery.accountId)
+          this.logger.info({ webhookId: delivery.webhookId }, 'webhook endpoint answered 410 Gone; webhook deactivated')
+        }
+        if (r.nextAttemptAt) this.soonestRetryAt = Math.min(this.soonestRetryAt, Date.parse(r.nextAttemptAt))
+      }
+    } catch (err) {
+      // The claims are no longer renewed: they run out and the deliveries are attempted again.
+      this.logger.error({ err, deliveries: batch.length }, 'recording webhook attempts failed; the deliveries are attempted again when their claims run out')
+    } finally {
+      for (const { delivery } of batch) this.letGo(delivery)
+      // A webhook that was at its bound may take more now.
+      this.wake()
     }
-    if (recorded.nextAttemptAt) this.soonestRetryAt = Math.min(this.soonestRetryAt, Date.parse(recorded.nextAttemptAt))
+  }
+
+  /** A deadlock victim (PostgreSQL rolled the whole transaction back) is recorded again, once. */
+  private async recordWithRetry(batch: AttemptOutcome[]) {
+    try {
+      return await recordAttempts(this.deps.db, this.leases.nodeId, batch, this.options.retryScheduleMs)
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== DEADLOCK_DETECTED) throw err
+      this.logger.warn({ deliveries: batch.length }, 'recording webhook attempts met a deadlock; recording them again')
+      return recordAttempts(this.deps.db, this.leases.nodeId, batch, this.options.retryScheduleMs)
+    }
   }
 }
