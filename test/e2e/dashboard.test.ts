@@ -2,14 +2,17 @@ import { randomBytes } from 'node:crypto'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DASHBOARD_PAGES } from '../../src/platform/http/dashboard.js'
-import { startServer, type TestServer } from '../support/harness.js'
+import type { TestServer } from '../support/harness.js'
 import { expectWholeProblem, TEST_ADMIN_TOKEN, topUp } from '../support/fixtures.js'
+import { HttpsReceiver } from '../support/https-receiver.js'
+import { startWebhookServer, verifySignature } from '../support/webhook-fixtures.js'
 import { buildDashboard, canRunBrowser, launchChromium, screenshot, watchPageErrors } from './browser.js'
 
 let server: TestServer
 beforeAll(async () => {
   await buildDashboard()
-  server = await startServer({ config: { adminToken: TEST_ADMIN_TOKEN } })
+  // The webhook page's test delivers to a local HTTPS receiver: the server trusts its test CA.
+  server = await startWebhookServer({ config: { adminToken: TEST_ADMIN_TOKEN } })
 }, 120_000)
 afterAll(() => server?.close())
 
@@ -64,8 +67,11 @@ describe.skipIf(!canRunBrowser)('the dashboard in a real browser', () => {
     pageErrors = watchPageErrors(page)
   }, 120_000)
 
+  let receiver: HttpsReceiver | undefined
+
   afterAll(async () => {
     await browser?.close()
+    await receiver?.close()
   })
 
   // Code that runs in the page is passed as a string: the tests' tsconfig has no DOM types.
@@ -229,9 +235,210 @@ describe.skipIf(!canRunBrowser)('the dashboard in a real browser', () => {
     await screenshot(page, '10-overview')
   })
 
+  it('adds contacts from comma-separated numbers, finds one by search, and builds a list with members', async () => {
+    await navLink('Contacts').click()
+    await expect.poll(() => heading().textContent()).toBe('Contacts')
+    const table = page.getByRole('table', { name: 'Contacts, newest first' })
+
+    // None valid: the API's problem, shown on the field.
+    const numbers = page.getByLabel('Phone numbers', { exact: true })
+    await numbers.fill('12345')
+    await page.getByRole('button', { name: 'Add contacts' }).click()
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('None of the phone numbers is valid')
+    expect(await numbers.getAttribute('aria-invalid')).toBe('true')
+
+    await numbers.fill('+14155550111, +14155550122,+14155550133, +14155550111, 12345')
+    await page.getByRole('button', { name: 'Add contacts' }).click()
+    const result = page.getByRole('status').filter({ hasText: 'contacts added' })
+    await expect.poll(() => result.textContent()).toContain('3 contacts added, 0 were already contacts, 1 repeat ignored.')
+    expect(await result.textContent()).toContain('12345')
+    for (const number of ['+14155550111', '+14155550122', '+14155550133']) {
+      await expect.poll(() => table.getByRole('row', { name: new RegExp(`\\${number}`) }).count()).toBe(1)
+    }
+    await screenshot(page, '15-contacts-added')
+
+    const search = page.getByLabel('Search', { exact: true })
+    await search.fill('550122')
+    await expect.poll(() => page.getByText('1 contact match "550122".').count()).toBe(1)
+    expect(await table.locator('tbody tr').count()).toBe(1)
+    expect(await table.textContent()).toContain('+14155550122')
+    await screenshot(page, '16-contacts-search')
+    await search.fill('999999')
+    await expect.poll(() => page.getByText('No contact matches "999999".').count()).toBe(1)
+    await search.fill('')
+    await expect.poll(() => table.locator('tbody tr').count()).toBeGreaterThanOrEqual(3)
+
+    await page.getByLabel('List name').fill('VIP')
+    await page.getByLabel('Description (optional)').fill('Best customers')
+    await page.getByRole('button', { name: 'Create list' }).click()
+    await expect.poll(() => page.getByText('List "VIP" created.').count()).toBe(1)
+    const listRow = page.getByRole('table', { name: 'Contact lists' }).getByRole('row', { name: /VIP/ })
+    await expect.poll(() => listRow.getByRole('cell').nth(2).textContent()).toBe('0')
+
+    await page.getByRole('button', { name: 'Members of VIP' }).click()
+    const members = page.getByRole('region', { name: 'Members of VIP' })
+    await expect.poll(() => members.getByText('This list has no members yet.').count()).toBe(1)
+    await members.getByLabel('Add phone numbers').fill('+14155550122, +14155550144')
+    await members.getByRole('button', { name: 'Add to list' }).click()
+    await expect.poll(() => members.getByText('2 members added to VIP.').count()).toBe(1)
+    await expect.poll(() => members.locator('tbody tr').count()).toBe(2)
+    await expect.poll(() => listRow.getByRole('cell').nth(2).textContent()).toBe('2')
+    // A number that was not a contact became one.
+    await expect.poll(() => table.getByRole('row', { name: /\+14155550144/ }).count()).toBe(1)
+
+    // The add form's list choice adds new contacts to the list too.
+    await numbers.fill('+14155550155')
+    await page.getByLabel('Also add them to a list').selectOption({ label: 'VIP' })
+    await page.getByRole('button', { name: 'Add contacts' }).click()
+    await expect.poll(() => members.locator('tbody tr').count()).toBe(3)
+    await screenshot(page, '17-contacts-list-members')
+
+    await members.getByRole('button', { name: 'Remove +14155550144' }).click()
+    await expect.poll(() => members.getByText('+14155550144 removed from VIP. The contact stays.').count()).toBe(1)
+    await expect.poll(() => members.locator('tbody tr').count()).toBe(2)
+    await expect.poll(() => listRow.getByRole('cell').nth(2).textContent()).toBe('2')
+    expect(await table.getByRole('row', { name: /\+14155550144/ }).count()).toBe(1)
+
+    // Through the API, as a script would see it.
+    const login = await server.post('/v1/auth/login', { body: { email, password } })
+    const lists = await server.get('/v1/contact-lists', { token: login.body.token })
+    expect(lists.body.items).toEqual([expect.objectContaining({ name: 'VIP', description: 'Best customers', contactCount: 2 })])
+  })
+
+  it('creates a webhook to an HTTPS receiver and shows its deliveries, with status codes and attempts, as they happen', async () => {
+    receiver = await HttpsReceiver.start()
+    const path = '/hooks/contacts'
+    // The first request fails: the log shows the failed attempt 1, then the automatic retry.
+    receiver.answer(path, (_request, nth) => (nth === 1 ? { status: 503, body: 'busy' } : { status: 200, body: 'ok' }))
+    const url = receiver.url(path)
+
+    await navLink('Webhooks').click()
+    await expect.poll(() => heading().textContent()).toBe('Webhooks')
+    await expect.poll(() => page.getByText('No webhooks yet.', { exact: false }).count()).toBe(1)
+
+    const endpoint = page.getByLabel('Endpoint', { exact: true })
+    await endpoint.fill(url.replace('https:', 'http:'))
+    await page.getByLabel('Event type').selectOption('ContactCreated')
+    await page.getByRole('button', { name: 'Create webhook' }).click()
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('must be an https: URL')
+    expect(await endpoint.getAttribute('aria-invalid')).toBe('true')
+    await screenshot(page, '19-webhooks-error')
+
+    await endpoint.fill(url)
+    await page.getByRole('button', { name: 'Create webhook' }).click()
+    const row = page.getByRole('table', { name: 'Webhooks, newest first' }).getByRole('row', { name: /ContactCreated/ })
+    await expect.poll(() => row.textContent()).toContain('Active')
+    expect(await row.textContent()).toContain(url)
+    const details = page.getByRole('region', { name: `ContactCreated to ${url}` })
+    await expect.poll(() => details.getByText('No deliveries yet.', { exact: false }).count()).toBe(1)
+
+    // An event: a contact created by a script, through the API.
+    const login = await server.post('/v1/auth/login', { body: { email, password } })
+    const token = login.body.token as string
+    expect((await server.post('/v1/contacts', { token, body: { phoneNumbers: '+14155550177' } })).status).toBe(201)
+    await receiver.waitFor(path, 2)
+
+    // The log polls: both attempts appear without a reload, newest first.
+    const log = details.getByRole('table', { name: 'Delivery attempts, newest first' }).locator('tbody tr')
+    await expect.poll(() => log.count(), { timeout: 15_000 }).toBe(2)
+    const cells = async (n: number) => (await log.nth(n).getByRole('cell').allTextContents()).slice(1, 4)
+    expect(await cells(0)).toEqual(['Delivered', '200', '2'])
+    expect(await cells(1)).toEqual(['Failed', '503', '1'])
+    await screenshot(page, '20-webhooks-log')
+
+    // The secret shown is the one that signed the delivery.
+    await details.getByRole('button', { name: 'Show secret' }).click()
+    const secretField = details.getByLabel('Current signing secret')
+    await expect.poll(() => secretField.inputValue()).toMatch(/^whsec_/)
+    const secret = await secretField.inputValue()
+    expect(verifySignature(secret, receiver.to(path)[1]!)).toMatchObject({ event: 'ContactCreated', phoneNumber: '+14155550177' })
+
+    await details.getByRole('button', { name: 'Rotate secret' }).click()
+    const rotateDialog = page.getByRole('dialog', { name: 'Rotate the signing secret?' })
+    await rotateDialog.waitFor()
+    await rotateDialog.getByRole('button', { name: 'Rotate secret' }).click()
+    await expect.poll(() => details.getByText('New secret made.', { exact: false }).count()).toBe(1)
+    await expect.poll(() => secretField.inputValue()).not.toBe(secret)
+    const webhookId = (await server.get('/v1/webhooks', { token })).body.items[0].id as string
+    expect((await server.get(`/v1/webhooks/${webhookId}/secret`, { token })).body.secret).toBe(await secretField.inputValue())
+
+    // A test payload, then a retry of the failed attempt: each is a new log entry.
+    await details.getByRole('button', { name: 'Send test' }).click()
+    await expect.poll(() => details.getByRole('status').filter({ hasText: 'Delivered: the endpoint answered 200' }).count()).toBe(1)
+    await expect.poll(() => log.count()).toBe(3)
+    await details.getByRole('button', { name: 'Retry attempt 1' }).click()
+    await expect.poll(() => log.count()).toBe(4)
+    expect(await cells(0)).toEqual(['Delivered', '200', '3'])
+    await screenshot(page, '21-webhooks-secret-test-retry')
+
+    await page.getByRole('button', { name: `Turn off ContactCreated to ${url}` }).click()
+    await expect.poll(() => row.textContent()).toContain('Off')
+    expect((await server.get(`/v1/webhooks/${webhookId}`, { token })).body.isActive).toBe(false)
+    await page.getByRole('button', { name: `Turn on ContactCreated to ${url}` }).click()
+    await expect.poll(() => row.textContent()).toContain('Active')
+
+    await page.getByRole('button', { name: `Delete ContactCreated to ${url}` }).click()
+    const deleteDialog = page.getByRole('dialog', { name: 'Delete this webhook?' })
+    await deleteDialog.waitFor()
+    await screenshot(page, '22-webhooks-delete-confirm')
+    await deleteDialog.getByRole('button', { name: 'Cancel' }).click()
+    await expect.poll(() => deleteDialog.count()).toBe(0)
+    expect(await row.count()).toBe(1)
+    await page.getByRole('button', { name: `Delete ContactCreated to ${url}` }).click()
+    await deleteDialog.getByRole('button', { name: 'Delete webhook' }).click()
+    await expect.poll(() => page.getByText('No webhooks yet.', { exact: false }).count()).toBe(1)
+    expect(await details.count()).toBe(0)
+    expect((await server.get(`/v1/webhooks/${webhookId}`, { token })).status).toBe(404)
+  })
+
+  it('watches channels live in the push console and shows a published event as it arrives', async () => {
+    await navLink('Push console').click()
+    await expect.poll(() => heading().textContent()).toBe('Push console')
+    await expect.poll(() => page.getByText('Connect to a channel to see its events', { exact: false }).count()).toBe(1)
+
+    await page.getByLabel('Channels', { exact: true }).fill('orders, user:42')
+    await page.getByRole('button', { name: 'Connect' }).click()
+    const state = page.locator('.stream-state')
+    await expect.poll(() => state.textContent(), { timeout: 15_000 }).toContain('Connected to orders, user:42.')
+    await expect.poll(() => page.getByText('Waiting for events…', { exact: false }).count()).toBe(1)
+
+    // Not JSON: refused before it reaches the API, on the field.
+    const data = page.getByLabel('Data (JSON object)')
+    await data.fill('{"status": shipped}')
+    await page.getByRole('button', { name: 'Publish' }).click()
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('is not valid JSON')
+    expect(await data.getAttribute('aria-invalid')).toBe('true')
+    // The API's own problem for a name it reserves.
+    await data.fill('{"status": "shipped"}')
+    await page.getByLabel('Event', { exact: true }).fill('connected')
+    await page.getByRole('button', { name: 'Publish' }).click()
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('must not be "connected"')
+    expect(await page.getByLabel('Event', { exact: true }).getAttribute('aria-invalid')).toBe('true')
+
+    await page.getByLabel('Channel', { exact: true }).fill('orders')
+    await page.getByLabel('Event', { exact: true }).fill('status')
+    await page.getByRole('button', { name: 'Publish' }).click()
+    await expect.poll(() => page.getByRole('status').filter({ hasText: 'Published to' }).textContent()).toContain('Published to 1 open stream.')
+    const received = page.getByRole('list', { name: 'Received events, newest first' }).getByRole('listitem')
+    await expect.poll(() => received.count(), { timeout: 15_000 }).toBe(1)
+    expect(await received.first().textContent()).toContain('status')
+    expect(await received.first().textContent()).toContain('"status": "shipped"')
+
+    // A publish from a script, through the API, arrives on the console's stream too.
+    const login = await server.post('/v1/auth/login', { body: { email, password } })
+    const published = await server.post('/v1/push/publish', { token: login.body.token, body: { channel: 'user:42', event: 'message', data: { text: 'hello from a script' } } })
+    expect(published.body).toMatchObject({ delivered: 1, creditsUsed: 0 })
+    await expect.poll(() => received.count(), { timeout: 15_000 }).toBe(2)
+    expect(await received.first().textContent()).toContain('hello from a script')
+    await screenshot(page, '24-push-console')
+
+    await page.getByRole('button', { name: 'Disconnect' }).click()
+    await expect.poll(() => state.textContent()).toBe('Not connected.')
+  })
+
   it('fits a phone-sized screen without sideways scrolling', async () => {
     await page.setViewportSize({ width: 390, height: 844 })
-    for (const [link, name] of [['SMS', '11-phone-sms'], ['API keys', '12-phone-keys'], ['Overview', '13-phone-overview']] as const) {
+    for (const [link, name] of [['SMS', '11-phone-sms'], ['API keys', '12-phone-keys'], ['Contacts', '18-phone-contacts'], ['Webhooks', '23-phone-webhooks'], ['Push console', '25-phone-push'], ['Overview', '13-phone-overview']] as const) {
       await navLink(link).click()
       await expect.poll(() => heading().textContent()).toBe(link)
       await page.waitForLoadState('networkidle')

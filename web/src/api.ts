@@ -142,3 +142,85 @@ export interface SendSmsResult {
   sandbox: boolean
   skipped: { phoneNumber: string; reason: 'optedOut' }[]
 }
+
+export interface Contact {
+  id: string
+  phoneNumber: string
+  firstName: string | null
+  lastName: string | null
+  email: string | null
+  country: string | null
+  optedOut: boolean
+  attributes: Record<string, unknown>
+  createdAt: string
+  updatedAt: string
+}
+
+export interface CreateContactsResult {
+  created: number
+  existing: number
+  duplicates: number
+  invalid: { value: string; reason: string }[]
+  contactIds: string[]
+}
+
+export interface ContactList {
+  id: string
+  name: string
+  description: string
+  contactCount: number
+  createdAt: string
+}
+
+/** The 13 event types a webhook can subscribe to (src/platform/outbox/events.ts). */
+export const EVENT_TYPES = [
+  'SmsSent',
+  'SmsDelivered',
+  'SmsFailed',
+  'InboundMessage',
+  'DeliveryReceipt',
+  'ContactCreated',
+  'ContactUpdated',
+  'ContactDeleted',
+  'CampaignCreated',
+  'CampaignUpdated',
+  'CampaignDeleted',
+  'OptOut',
+  'LowBalance',
+] as const
+
+export type EventType = (typeof EVENT_TYPES)[number]
+
+export interface Webhook {
+  id: string
+  endpoint: string
+  eventType: EventType
+  isActive: boolean
+  createdAt: string
+}
+
+export interface DeliveryLogEntry {
+  id: string
+  webhookId: string
+  eventType: EventType
+  statusCode: number
+  attempt: number
+  deliveredAt: string
+  success: boolean
+  durationMs: number
+  error: string | null
+  responseBody: string | null
+  eventId: string
+}
+
+export interface PushToken {
+  token: string
+  expiresAt: string
+  channels: string[]
+}
+
+export interface PublishResult {
+  messageId: string
+  delivered: number
+  creditsUsed: number
+}

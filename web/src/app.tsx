@@ -1,10 +1,13 @@
 import { useEffect, type ReactNode } from 'react'
 import { Layout } from './components/layout'
+import { ContactsPage } from './pages/contacts-page'
 import { KeysPage } from './pages/keys-page'
 import { LoginPage } from './pages/login-page'
 import { OverviewPage } from './pages/overview-page'
 import { SignupPage } from './pages/signup-page'
+import { PushPage } from './pages/push-page'
 import { SmsPage } from './pages/sms-page'
+import { WebhooksPage } from './pages/webhooks-page'
 import { NotFoundPage } from './pages/not-found-page'
 import { PATHS, PUBLIC_PATHS } from './paths'
 import { navigate, usePath } from './router'
@@ -14,6 +17,9 @@ const PAGES: Record<string, { title: string; render: () => ReactNode }> = {
   [PATHS.overview]: { title: 'Overview', render: () => <OverviewPage /> },
   [PATHS.keys]: { title: 'API keys', render: () => <KeysPage /> },
   [PATHS.sms]: { title: 'SMS', render: () => <SmsPage /> },
+  [PATHS.contacts]: { title: 'Contacts', render: () => <ContactsPage /> },
+  [PATHS.webhooks]: { title: 'Webhooks', render: () => <WebhooksPage /> },
+  [PATHS.push]: { title: 'Push console', render: () => <PushPage /> },
 }
 
 export function App() {

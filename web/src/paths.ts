@@ -8,6 +8,9 @@ export const PATHS = {
   signup: '/signup',
   keys: '/keys',
   sms: '/sms',
+  contacts: '/contacts',
+  webhooks: '/webhooks',
+  push: '/push',
 } as const
 
 export type PagePath = (typeof PATHS)[keyof typeof PATHS]

@@ -7,6 +7,9 @@ const NAV = [
   { to: PATHS.overview, label: 'Overview' },
   { to: PATHS.keys, label: 'API keys' },
   { to: PATHS.sms, label: 'SMS' },
+  { to: PATHS.contacts, label: 'Contacts' },
+  { to: PATHS.webhooks, label: 'Webhooks' },
+  { to: PATHS.push, label: 'Push console' },
 ]
 
 /** The signed-in frame: navigation, the user and log out, then the page. */
