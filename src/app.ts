@@ -9,14 +9,16 @@ import { openStore, type Store } from './platform/db/connect.js'
 import { migrateToLatest } from './platform/db/migrations/index.js'
 import { installAuth } from './platform/http/auth.js'
 import { answerClientError, installClientErrors } from './platform/http/client-errors.js'
+import { installDashboard } from './platform/http/dashboard.js'
 import { installDraining } from './platform/http/draining.js'
 import { installErrorHandling, sendProblem } from './platform/http/error-handler.js'
-import { installDashboard } from './platform/http/dashboard.js'
 import { installHealth } from './platform/http/health.js'
 import { installOpenApi } from './platform/http/openapi.js'
 import { installRateLimit } from './platform/http/rate-limit.js'
 import { installValidation } from './platform/http/validation.js'
 import { Leases } from './platform/lease.js'
+import { installMetrics } from './platform/metrics/http.js'
+import { Metrics } from './platform/metrics/registry.js'
 import { createLogger } from './platform/logger.js'
 import { NotFound } from './platform/problems.js'
 import { OutboxRelay } from './platform/outbox/relay.js'
@@ -67,6 +69,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const store = openStore(config.database)
   await migrateToLatest(store.db, store.dialect.name)
   const redis = config.redisUrl ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined
+  // One registry per app: tests build several apps in one process.
+  const metrics = new Metrics(logger.child({ component: 'metrics' }), { enabled: config.metricsEnabled ?? false })
 
   const relay = new OutboxRelay({
     store,
@@ -74,6 +78,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     clock,
     pollMs: config.outboxPollMs,
     retentionMs: config.outboxRetentionHours * 3_600_000,
+    metrics,
   })
   const usage = new KeyUsageRecorder(store.db, logger.child({ component: 'key-usage' }), config.keyUsageFlushMs)
   const sessions = createSessionSigner(config.jwtSecret, clock)
@@ -97,10 +102,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     logger.child({ component: 'contact-import' }),
     { maxBytes: config.importMaxBytes, batchSize: 2000, parserThreads: config.importParserThreads },
     leases,
+    metrics,
   )
   // Consumers that read per-recipient events (webhooks) add their demand here.
   const eventDemand = new CombinedDemand()
-  const webhooks = new Webhooks(store, clock, leases, relay, logger.child({ component: 'webhooks' }), {
+  const webhooks = new Webhooks(store, clock, leases, relay, metrics, logger.child({ component: 'webhooks' }), {
     timeoutMs: config.webhookTimeoutMs,
     retryScheduleMs: config.webhookRetryScheduleMs,
     allowPrivateNetworks: config.webhookAllowPrivateNetworks,
@@ -108,7 +114,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     ...(options.webhookCa ? { ca: options.webhookCa } : {}),
   })
   eventDemand.add(webhooks.demand)
-  const messaging = new Messaging(store, clock, leases, eventDemand, logger.child({ component: 'messaging' }), {
+  const messaging = new Messaging(store, clock, leases, eventDemand, metrics, logger.child({ component: 'messaging' }), {
     carrier: config.carrier,
     simulatorDeliveryDelayMs: config.simulatorDeliveryDelayMs,
     ...(config.smppUrl ? { smpp: { url: config.smppUrl, window: config.smppWindow, maxPerSecond: config.smppMaxPerSecond } } : {}),
@@ -125,7 +131,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     jwtSecret: config.jwtSecret,
     corsOrigins: config.pushCorsOrigins,
     pingIntervalMs: config.pushPingIntervalMs,
-  })
+  }, metrics)
   const accountsDeps = { db: store.db, clock, sessions, allowSignup: config.allowSignup, signupCredits: config.signupCredits }
 
   const app = Fastify({
@@ -162,6 +168,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await installRateLimit(app, { perSecond: config.rateLimitPerSecond, redis })
   await installOpenApi(app)
   installHealth(app, store)
+  installMetrics(app, metrics, { token: config.metricsToken })
   await installDashboard(app)
 
   await app.register(accountsRoutes, {
@@ -200,6 +207,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await segmentCounts.stop()
     redis?.disconnect()
     await store.close()
+    metrics.stop()
   })
   return app
 }

@@ -69,6 +69,10 @@ export interface Config {
   pushCorsOrigins: readonly string[]
   /** How often an idle push stream gets a `: ping` comment, so proxies keep it open. */
   pushPingIntervalMs: number
+  /** GET /metrics (Prometheus text format) exists only when true; absent: off. */
+  metricsEnabled?: boolean
+  /** When set, GET /metrics requires `Authorization: Bearer <metricsToken>`. */
+  metricsToken?: string | undefined
 }
 
 export class ConfigError extends Error {
@@ -149,11 +153,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pushHistoryTtlS: read.integer('PUSH_HISTORY_TTL_S', 86_400, 60, 30 * 86_400),
     pushCorsOrigins: read.origins('PUSH_CORS_ORIGINS', '*'),
     pushPingIntervalMs: read.integer('PUSH_PING_INTERVAL_MS', 15_000, 100, 300_000),
+    metricsEnabled: read.boolean('METRICS_ENABLED', false),
+    metricsToken: read.optional('METRICS_TOKEN'),
   } satisfies Config
 
   if (config.carrier === 'smpp' && (config.smppUrl === undefined || !/^smpp:\/\/[^:@/]+:[^@/]*@[^:/]+(:\d+)?\/?$/.test(config.smppUrl))) {
     problems.push('CARRIER=smpp needs SMPP_URL=smpp://system_id:password@host:port')
   }
+  if (config.metricsToken !== undefined && config.metricsToken.length < 16) problems.push('METRICS_TOKEN must be at least 16 characters')
   if (problems.length > 0) throw new ConfigError(problems)
   if (config.jwtSecret === '') config.jwtSecret = loadOrCreateSecret(dataDir, database)
   return Object.freeze(config)

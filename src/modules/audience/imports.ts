@@ -6,9 +6,11 @@ import { Transform, type Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { Worker } from 'node:worker_threads'
 import type { Logger } from 'pino'
+import type { Counter } from 'prom-client'
 import { refreshStatistics, writePace, type WritePace } from '../../platform/db/bulk-writes.js'
 import { newId } from '../../platform/ids.js'
 import type { Leases } from '../../platform/lease.js'
+import type { Metrics } from '../../platform/metrics/registry.js'
 import { startWorker } from '../../platform/workers.js'
 import { NotFound, PayloadTooLarge } from '../../platform/problems.js'
 import { requireList, saveContacts } from './contacts.js'
@@ -51,13 +53,21 @@ export class ContactImporter {
   private readonly workers = new Map<string, Worker[]>()
   private readonly running = new Set<Promise<void>>()
   private readonly directory = join(tmpdir(), 'messaging-platform-imports')
+  private readonly rows: Counter<'outcome'>
 
   constructor(
     private readonly deps: AudienceDeps,
     private readonly logger: Logger,
     private readonly options: ImportOptions,
     private readonly leases: Leases,
-  ) {}
+    metrics: Metrics,
+  ) {
+    this.rows = metrics.counter({
+      name: 'contact_import_rows_total',
+      help: 'CSV import rows by outcome (created, existing: the number was already a contact, invalid), counted when each import ends.',
+      labelNames: ['outcome'],
+    })
+  }
 
   /** Registers imports as leased work: an import whose node is gone is failed (interrupted). */
   async start(): Promise<void> {
@@ -146,8 +156,21 @@ export class ContactImporter {
     } catch (err) {
       this.logger.error({ err, importId }, 'could not record the end of a contact import')
     }
+    await this.countRows(accountId, importId)
     // Held until the end is recorded: a stalled loop's overdue sweep renews first.
     this.leases.release('contact_imports', importId)
+  }
+
+  /** Adds an ended import's rows to the metrics; a failed import counts the rows it wrote before failing. */
+  private async countRows(accountId: string, importId: string): Promise<void> {
+    try {
+      const { created, existing, invalid } = await this.get(accountId, importId)
+      this.rows.inc({ outcome: 'created' }, created)
+      this.rows.inc({ outcome: 'existing' }, existing)
+      this.rows.inc({ outcome: 'invalid' }, invalid)
+    } catch (err) {
+      this.logger.warn({ err, importId }, 'could not count the rows of a contact import for the metrics')
+    }
   }
 
   /**

@@ -92,15 +92,20 @@ export class BroadcastQueue {
     let after = { createdAt: broadcast.queue_after_created_at!, id: broadcast.queue_after_id }
     for (;;) {
       if (this.stopping) return
-      const next = await this.chunk(broadcast.id, broadcast.message_id, broadcast.account_id, audience, after, { segments: Number(message.segments), sandbox: Boolean(message.sandbox) })
+      const { next, inserted, total } = await this.chunk(broadcast.id, broadcast.message_id, broadcast.account_id, audience, after, { segments: Number(message.segments), sandbox: Boolean(message.sandbox) })
       this.deps.queued()
+      this.deps.metrics.recipientsQueued('broadcast', inserted)
+      if (total !== undefined) this.deps.metrics.broadcastQueued(total)
       if (!next) return
       after = next
       await setImmediate()
     }
   }
 
-  /** Queues one chunk; answers where the next starts, or undefined once the walk is done. */
+  /**
+   * Queues one chunk; answers where the next starts (undefined once the walk is done), how
+   * many recipients it queued, and once done the broadcast's total.
+   */
   private async chunk(
     broadcastId: string,
     messageId: string,
@@ -108,7 +113,7 @@ export class BroadcastQueue {
     audience: RawBuilder<boolean>,
     after: { createdAt: string; id: string },
     message: { segments: number; sandbox: boolean },
-  ): Promise<{ createdAt: string; id: string } | undefined> {
+  ): Promise<{ next: { createdAt: string; id: string } | undefined; inserted: number; total: number | undefined }> {
     const { db } = this.deps
     const afterKey = sql<boolean>`(contacts.created_at, contacts.id) > (${after.createdAt}, ${after.id})`
     // The chunk's last contact, whether it matches or not: the walk advances by contacts.
@@ -149,7 +154,7 @@ export class BroadcastQueue {
         .execute()
       await trx.updateTable('messages').set({ recipients: sql`recipients + ${inserted}` }).where('id', '=', messageId).execute()
       if (done) await this.finish(trx, broadcastId, messageId, accountId, Number(state.queue_total) - queued, message)
-      return done ? undefined : { createdAt: last.created_at, id: last.id }
+      return done ? { next: undefined, inserted, total: queued } : { next: { createdAt: last.created_at, id: last.id }, inserted, total: undefined }
     })
   }
 

@@ -3,6 +3,7 @@ import type { Clock } from '../../platform/clock.js'
 import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import type { Leases } from '../../platform/lease.js'
+import type { MessagingMetrics } from './metrics.js'
 
 export interface MessagingDeps {
   db: Kysely<DB>
@@ -16,4 +17,5 @@ export interface MessagingDeps {
   leases: Leases
   /** Writes the recipients of a broadcast this node has started and claimed. */
   queueBroadcast(broadcastId: string): void
+  metrics: MessagingMetrics
 }

@@ -141,6 +141,7 @@ export class Dispatcher {
   }
 
   private async dispatch(claimed: ClaimedRecipient[]): Promise<void> {
+    const startedAt = performance.now()
     try {
       const messages = await this.messagesOf(claimed)
       const optedOut = await this.optedOut(claimed, messages)
@@ -154,8 +155,11 @@ export class Dispatcher {
         handoffs,
         [...optedOut].map((recipient) => ({ recipient, message: messages.get(recipient.messageId)! })),
         this.deps.clock.now(),
+        this.deps.metrics,
       )
       this.receipts.retry()
+      this.countParts(handoffs)
+      this.deps.metrics.batchDispatched((performance.now() - startedAt) / 1000)
     } finally {
       for (const r of claimed) this.leases.release('message_recipients', r.id)
     }
@@ -207,6 +211,18 @@ export class Dispatcher {
     const accepted = results.flatMap(({ sequence, result }) => (result.ok ? [{ sequence, carrierMessageId: result.carrierMessageId }] : []))
     const refused = results.find(({ result }) => !result.ok)
     return { recipient, message, carrier, accepted, error: refused && !refused.result.ok ? refused.result.error : null }
+  }
+
+  /** One counter increment per carrier and outcome for the whole batch. */
+  private countParts(handoffs: readonly Handoff[]): void {
+    const byCarrier = new Map<Carrier['name'], { accepted: number; refused: number }>()
+    for (const h of handoffs) {
+      const counts = byCarrier.get(h.carrier.name) ?? { accepted: 0, refused: 0 }
+      counts.accepted += h.accepted.length
+      counts.refused += h.message.parts.length - h.accepted.length
+      byCarrier.set(h.carrier.name, counts)
+    }
+    for (const [carrier, { accepted, refused }] of byCarrier) this.deps.metrics.partsSubmitted(carrier, accepted, refused)
   }
 
   private slotsOf(carrier: Carrier): Semaphore {

@@ -6,6 +6,7 @@ import { Leases } from '../../platform/lease.js'
 import type { EventDemand } from '../../platform/outbox/demand.js'
 import type { AcceptedPart, Carrier } from './carriers/carrier.js'
 import { smsFailed, smsSent } from './events.js'
+import type { MessagingMetrics } from './metrics.js'
 import { ProgressBatch } from './progress.js'
 
 /** A queued recipient the dispatcher claimed, with what it needs of its message. */
@@ -60,9 +61,11 @@ export async function recordHandoffs(
   handoffs: readonly Handoff[],
   optedOut: readonly { recipient: ClaimedRecipient; message: MessageInfo }[],
   now: Date,
+  metrics: MessagingMetrics,
 ): Promise<void> {
   if (handoffs.length === 0 && optedOut.length === 0) return
   const at = now.toISOString()
+  const moves = metrics.tally()
   await db.transaction().execute(async (trx) => {
     const progress = new ProgressBatch(demand)
     const sent = handoffs.filter((h) => h.error === null)
@@ -86,6 +89,7 @@ export async function recordHandoffs(
       await carrier.record?.(trx, books)
     }
     for (const h of sentHere) {
+      moves.add({ from: 'queued', to: 'sent' }, h.carrier.name)
       progress.count(h.message.id, h.message.broadcastId, { sent: 1 })
       await progress.event(smsSent({ messageId: h.message.id, accountId: h.recipient.accountId, phoneNumber: h.recipient.phoneNumber }, now), h.message.kind === 'broadcast')
     }
@@ -97,6 +101,7 @@ export async function recordHandoffs(
     for (const f of failures) {
       const failed = await moveRecipients(trx, nodeId, [f.recipient.id], { status: 'failed', failed_at: at, error: f.error })
       if (!failed.has(f.recipient.id)) continue
+      moves.add({ from: 'queued', to: 'failed' }, 'carrier' in f ? f.carrier.name : 'none')
       progress.count(f.message.id, f.message.broadcastId, { failed: 1 })
       await progress.event(smsFailed({ messageId: f.message.id, accountId: f.recipient.accountId, phoneNumber: f.recipient.phoneNumber }, now, f.error), f.message.kind === 'broadcast')
       if ('refund' in f && !f.message.sandbox && f.message.kind !== 'reply') {
@@ -106,6 +111,7 @@ export async function recordHandoffs(
     }
     await progress.write(trx, now)
   })
+  moves.record()
 }
 
 /** Moves recipients this node holds out of the queue; answers which ones moved. */

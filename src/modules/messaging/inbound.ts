@@ -37,6 +37,7 @@ export async function receiveInbound(deps: MessagingDeps, message: CarrierInboun
   const owner = accountId ?? (await deps.db.selectFrom('account_inbound_numbers').select('account_id').where('phone_number', '=', message.to).executeTakeFirst())?.account_id
   if (!owner) return { accountId: undefined }
   const keyword = sender ? keywordOf(message.content) : undefined
+  let repliesQueued = 0
   await deps.db.transaction().execute(async (trx) => {
     if (keyword && sender) {
       const { changed } = await setOptedOut(trx, deps, owner, sender, keyword.optOut, message.receivedAt)
@@ -63,11 +64,14 @@ export async function receiveInbound(deps: MessagingDeps, message: CarrierInboun
           created_at: at,
         })
         await queries.insertRecipients(trx, [{ message_id: messageId, account_id: owner, phone_number: sender.number, status: 'queued', due_at: at }])
+        repliesQueued = 1
       }
     }
     await emit(trx, inboundMessage(owner, message))
   })
   if (keyword) deps.queued()
+  deps.metrics.inboundReceived()
+  deps.metrics.recipientsQueued('reply', repliesQueued)
   return { accountId: owner }
 }
 

@@ -5,6 +5,7 @@ import type { Clock } from '../../platform/clock.js'
 import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import type { Leases } from '../../platform/lease.js'
+import type { Metrics } from '../../platform/metrics/registry.js'
 import type { EventDemand } from '../../platform/outbox/demand.js'
 import { BroadcastQueue, DEFAULT_BROADCAST_QUEUE, type BroadcastQueueOptions } from './broadcast-queue.js'
 import { broadcastRoutes } from './broadcast-routes.js'
@@ -16,6 +17,7 @@ import type { MessagingDeps } from './deps.js'
 import { Dispatcher } from './dispatcher.js'
 import { purgeExpired } from './idempotency.js'
 import { receiveInbound } from './inbound.js'
+import { MessagingMetrics } from './metrics.js'
 import { ReceiptRecorder } from './receipts.js'
 import { smsRoutes } from './routes.js'
 
@@ -57,9 +59,11 @@ export class Messaging {
     clock: Clock,
     leases: Leases,
     demand: EventDemand,
+    metrics: Metrics,
     private readonly logger: Logger,
     private readonly options: MessagingOptions,
   ) {
+    const messagingMetrics = new MessagingMetrics(metrics)
     this.deps = {
       db: store.db,
       dialect: store.dialect,
@@ -69,6 +73,7 @@ export class Messaging {
       leases,
       queued: () => this.dispatcher.wake(),
       queueBroadcast: (broadcastId) => this.broadcastQueue.queue(broadcastId),
+      metrics: messagingMetrics,
     }
     this.broadcastQueue = new BroadcastQueue(this.deps, leases, logger.child({ component: 'broadcast-queue' }), options.broadcastQueue ?? DEFAULT_BROADCAST_QUEUE)
     const simulator = (name: 'simulator' | 'sandbox') =>
@@ -77,11 +82,15 @@ export class Messaging {
         pollMs: Math.max(10, Math.min(200, Math.floor(options.simulatorDeliveryDelayMs / 2))),
       })
     this.sandbox = simulator('sandbox')
-    this.live =
-      options.carrier === 'smpp' && options.smpp
-        ? new SmppCarrier({ ...options.smpp, logger: logger.child({ component: 'smpp' }), clock })
-        : simulator('simulator')
-    this.receipts = new ReceiptRecorder(store.db, demand, clock, logger.child({ component: 'receipts' }), { batchDelayMs: 5 })
+    if (options.carrier === 'smpp' && options.smpp) {
+      const smpp = new SmppCarrier({ ...options.smpp, logger: logger.child({ component: 'smpp' }), clock, onRefusedForNow: messagingMetrics.smppRefusals() })
+      messagingMetrics.watchSmpp(smpp)
+      this.live = smpp
+    } else {
+      this.live = simulator('simulator')
+    }
+    messagingMetrics.watchQueue(store.db, store.readLong, clock)
+    this.receipts = new ReceiptRecorder(store.db, demand, clock, logger.child({ component: 'receipts' }), messagingMetrics, { batchDelayMs: 5 })
     // A slow carrier gets smaller batches, so a claim is never held long.
     const batchSize = Math.min(options.dispatchBatchSize, Math.max(20, this.live.window * 20))
     this.dispatcher = new Dispatcher(this.deps, { live: this.live, sandbox: this.sandbox }, this.receipts, leases, logger.child({ component: 'dispatcher' }), {

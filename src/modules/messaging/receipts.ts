@@ -3,12 +3,13 @@ import type { Logger } from 'pino'
 import type { Clock } from '../../platform/clock.js'
 import type { DB } from '../../platform/db/schema.js'
 import type { EventDemand } from '../../platform/outbox/demand.js'
-import type { CarrierReceipt } from './carriers/carrier.js'
+import type { Carrier, CarrierReceipt } from './carriers/carrier.js'
 import { deliveryReceipt, smsDelivered, smsFailed } from './events.js'
+import type { MessagingMetrics } from './metrics.js'
 import { ProgressBatch } from './progress.js'
 
 interface Pending {
-  carrier: string
+  carrier: Carrier['name']
   receipt: CarrierReceipt
   firstSeen: number
   done: () => void
@@ -35,11 +36,12 @@ export class ReceiptRecorder {
     private readonly demand: EventDemand,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    private readonly metrics: MessagingMetrics,
     private readonly options: { batchDelayMs: number },
   ) {}
 
   /** Resolves once the receipt is recorded, or known to match nothing. */
-  record(carrier: string, receipt: CarrierReceipt): Promise<void> {
+  record(carrier: Carrier['name'], receipt: CarrierReceipt): Promise<void> {
     return new Promise((done, fail) => {
       this.queue.push({ carrier, receipt, firstSeen: Date.now(), done, fail })
       this.schedule(this.options.batchDelayMs)
@@ -90,6 +92,7 @@ export class ReceiptRecorder {
   private async write(batch: Pending[]): Promise<Set<Pending>> {
     const unmatched = new Set(batch)
     const now = this.clock.now()
+    const moves = this.metrics.tally()
     await this.db.transaction().execute(async (trx) => {
       const progress = new ProgressBatch(this.demand)
       const byCarrier = groupBy(batch, (p) => p.carrier)
@@ -138,6 +141,7 @@ export class ReceiptRecorder {
             .where('status', '=', 'sent')
             .executeTakeFirst()
           if (Number(moved.numUpdatedRows) === 0) continue
+          moves.add({ from: 'sent', to: 'failed' }, carrier)
           progress.count(part.message_id, part.broadcast_id, { failed: 1 })
           await progress.event(smsFailed({ messageId: part.message_id, accountId: part.account_id, phoneNumber: part.phone_number }, at, error), part.kind === 'broadcast')
         }
@@ -157,6 +161,7 @@ export class ReceiptRecorder {
           for (const row of delivered) {
             if (row.status !== 'delivered') continue
             const part = partByRecipient.get(Number(row.id))!
+            moves.add({ from: 'sent', to: 'delivered' }, carrier)
             progress.count(row.message_id, part.broadcast_id, { delivered: 1 })
             await progress.event(smsDelivered({ messageId: row.message_id, accountId: row.account_id, phoneNumber: row.phone_number }, now), part.kind === 'broadcast')
           }
@@ -164,6 +169,7 @@ export class ReceiptRecorder {
       }
       await progress.write(trx, now)
     })
+    moves.record()
     return unmatched
   }
 }

@@ -87,6 +87,7 @@ export async function sendSms(deps: MessagingDeps, sender: Sender, body: SendSms
       return result
     })
     deps.queued()
+    deps.metrics.recipientsQueued('api', outcome.body.recipients)
     return outcome
   } catch (err) {
     if (idempotencyKey !== undefined) await idempotency.forget(deps.db, sender.accountId, idempotencyKey)

@@ -1,11 +1,13 @@
 import type { Logger } from 'pino'
 import type { Clock } from '../../platform/clock.js'
 import type { LocalFanout, PushBroker, PushEvent } from './broker.js'
+import type { PushMetrics } from './metrics.js'
 import { encodeEvent, type PushStream, type StreamOwner } from './stream.js'
 
 export interface HubOptions {
   /** A `: ping` comment goes to every stream this often. */
   pingIntervalMs: number
+  metrics: PushMetrics
 }
 
 /**
@@ -22,6 +24,7 @@ export class Hub implements LocalFanout, StreamOwner {
   private ticksSincePing = 0
   private readonly tickMs: number
   private readonly ticksPerPing: number
+  private readonly metrics: PushMetrics
   /** Set once the server closes: new streams end at once, and every open one is ended. */
   isClosing = false
 
@@ -34,6 +37,7 @@ export class Hub implements LocalFanout, StreamOwner {
     // Expiry is checked every second at least; pings go every pingIntervalMs.
     this.tickMs = Math.min(1000, options.pingIntervalMs)
     this.ticksPerPing = Math.max(1, Math.round(options.pingIntervalMs / this.tickMs))
+    this.metrics = options.metrics
   }
 
   start(): void {
@@ -90,7 +94,12 @@ export class Hub implements LocalFanout, StreamOwner {
     // Encoded once for all its subscribers.
     const frame = encodeEvent(event)
     for (const stream of streams) stream.send(event, frame)
+    this.metrics.delivered(delivered)
     return delivered
+  }
+
+  slowConsumerDropped(): void {
+    this.metrics.slowConsumerDropped()
   }
 
   count(accountId: string, channel: string): number {

@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import type { Clock } from '../../platform/clock.js'
+import type { Metrics } from '../../platform/metrics/registry.js'
 import type { PushBroker } from './broker.js'
 import { Hub } from './hub.js'
+import { PushMetrics } from './metrics.js'
 import { pushRoutes } from './routes.js'
 import { createPushTokenSigner } from './tokens.js'
 
@@ -20,14 +22,17 @@ export interface PushOptions {
  */
 export class Push {
   readonly hub: Hub
+  private readonly metrics: PushMetrics
 
   constructor(
     readonly broker: PushBroker,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly options: PushOptions,
+    metrics: Metrics,
   ) {
-    this.hub = new Hub(broker, clock, logger, { pingIntervalMs: options.pingIntervalMs })
+    this.metrics = new PushMetrics(metrics, () => this.hub.size)
+    this.hub = new Hub(broker, clock, logger, { pingIntervalMs: options.pingIntervalMs, metrics: this.metrics })
   }
 
   async register(app: FastifyInstance): Promise<void> {
@@ -37,6 +42,7 @@ export class Push {
       logger: this.logger,
       tokens: createPushTokenSigner(this.options.jwtSecret, this.clock),
       corsOrigins: this.options.corsOrigins,
+      metrics: this.metrics,
     }
     await app.register(pushRoutes, { deps })
     // Open streams never finish on their own: end them first, or the server cannot close.

@@ -8,6 +8,7 @@ import { Unauthorized, ValidationFailed } from '../../platform/problems.js'
 import type { PushBroker } from './broker.js'
 import { corsHeaders } from './cors.js'
 import type { Hub } from './hub.js'
+import type { PushMetrics } from './metrics.js'
 import {
   DEFAULT_TOKEN_TTL_S,
   EventStream,
@@ -30,6 +31,7 @@ export interface PushRouteDeps extends SubscribeDeps {
   tokens: PushTokenSigner
   /** PUSH_CORS_ORIGINS. */
   corsOrigins: readonly string[]
+  metrics: PushMetrics
 }
 
 // Push is free of credits but not of scope: Full and Playground keys and sessions; an Sms key gets 403.
@@ -75,6 +77,7 @@ export const pushRoutes: FastifyPluginAsyncTypebox<{ deps: PushRouteDeps }> = as
     if (/[\r\n]/.test(event)) throw ValidationFailed.field('event', 'must not contain a line break')
     if (event === RESERVED_EVENT) throw ValidationFailed.field('event', `must not be "${RESERVED_EVENT}": the service sends that event itself`)
     const published = await deps.broker.publish(accountIdOf(request), channel, event, JSON.stringify(data))
+    deps.metrics.published()
     return { messageId: newId(), delivered: published.delivered, creditsUsed: 0 }
   })
 

@@ -47,6 +47,8 @@ export function encodeConnected(channels: readonly string[], recovered: boolean)
 /** What a stream tells when it closes on its own; the hub listens. */
 export interface StreamOwner {
   streamClosed(stream: PushStream): void
+  /** The stream is being cut for reading too slowly (metrics). */
+  slowConsumerDropped(stream: PushStream): void
 }
 
 const STREAM = Symbol('pushStream')
@@ -93,7 +95,7 @@ export class PushStream {
     }
     this.pending.push(event)
     this.pendingBytes += frame.length
-    if (this.pendingBytes > MAX_BUFFERED_BYTES) this.abort()
+    if (this.pendingBytes > MAX_BUFFERED_BYTES) this.cutSlowConsumer()
   }
 
   ping(): void {
@@ -157,7 +159,13 @@ export class PushStream {
     this.raw.write(chunk)
     // The socket's own queue is the stream's buffer: a client that stops reading makes it
     // grow, and past the bound the stream is cut rather than kept in memory.
-    if (this.raw.writableLength > MAX_BUFFERED_BYTES) this.abort()
+    if (this.raw.writableLength > MAX_BUFFERED_BYTES) this.cutSlowConsumer()
+  }
+
+  private cutSlowConsumer(): void {
+    if (this.isClosed) return
+    this.owner.slowConsumerDropped(this)
+    this.abort()
   }
 
   private drained(): Promise<void> {

@@ -3,6 +3,7 @@ import type { Clock } from '../../platform/clock.js'
 import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import type { WebhookDemand } from './demand.js'
+import type { WebhookMetrics } from './metrics.js'
 
 export interface WebhooksDeps {
   db: Kysely<DB>
@@ -12,4 +13,5 @@ export interface WebhooksDeps {
   demand: WebhookDemand
   /** WEBHOOK_ALLOW_PRIVATE_NETWORKS: endpoints may be private, loopback or link-local addresses. */
   allowPrivateNetworks: boolean
+  metrics: WebhookMetrics
 }

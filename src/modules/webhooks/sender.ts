@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream'
 import { request, type Dispatcher } from 'undici'
 import { signedHeaders } from './signing.js'
+import { RefusedDestination } from './ssrf.js'
 
 /** How much of a response body is kept in the log. */
 export const RESPONSE_BODY_BYTES = 1024
@@ -14,10 +15,14 @@ export interface Attempt {
   secrets: readonly string[]
 }
 
+/** How an attempt ended, for metrics: a 2xx, another answer or a connection error, no answer in time, or refused by the SSRF guard. */
+export type DeliveryOutcome = 'delivered' | 'failed' | 'timeout' | 'refused'
+
 export interface AttemptResult {
   /** 0 when no response came. */
   statusCode: number
   success: boolean
+  outcome: DeliveryOutcome
   durationMs: number
   error: string | null
   responseBody: string | null
@@ -60,6 +65,7 @@ export async function sendAttempt(agent: Dispatcher, attempt: Attempt, at: Date,
     return {
       statusCode,
       success,
+      outcome: success ? 'delivered' : 'failed',
       durationMs: elapsed(),
       error: success ? null : `the endpoint answered ${statusCode}`,
       responseBody,
@@ -67,8 +73,11 @@ export async function sendAttempt(agent: Dispatcher, attempt: Attempt, at: Date,
       gone: statusCode === 410,
     }
   } catch (err) {
-    const error = controller.signal.reason instanceof AttemptTimeout ? `no response within ${timeoutMs} ms` : describe(err)
-    return { statusCode: 0, success: false, durationMs: elapsed(), error, responseBody: null, retryAfterMs: undefined, gone: false }
+    const timedOut = controller.signal.reason instanceof AttemptTimeout
+    const error = timedOut ? `no response within ${timeoutMs} ms` : describe(err)
+    const refused = err instanceof RefusedDestination || (err as { cause?: unknown } | undefined)?.cause instanceof RefusedDestination
+    const outcome = timedOut ? 'timeout' : refused ? 'refused' : 'failed'
+    return { statusCode: 0, success: false, outcome, durationMs: elapsed(), error, responseBody: null, retryAfterMs: undefined, gone: false }
   } finally {
     clearTimeout(timer)
   }

@@ -4,11 +4,13 @@ import type { Dispatcher } from 'undici'
 import type { Clock } from '../../platform/clock.js'
 import type { Store } from '../../platform/db/connect.js'
 import type { Leases } from '../../platform/lease.js'
+import type { Metrics } from '../../platform/metrics/registry.js'
 import type { OutboxRelay } from '../../platform/outbox/relay.js'
 import { WebhookDemand } from './demand.js'
 import type { WebhooksDeps } from './deps.js'
 import { webhookFanOut } from './fanout.js'
 import type { ManualAttemptDeps } from './manual.js'
+import { WebhookMetrics } from './metrics.js'
 import { LogRetention } from './retention.js'
 import { webhookRoutes } from './routes.js'
 import { createDeliveryAgent } from './ssrf.js'
@@ -41,7 +43,7 @@ export class Webhooks {
   private readonly worker: DeliveryWorker
   private readonly retention: LogRetention
 
-  constructor(store: Store, clock: Clock, leases: Leases, relay: OutboxRelay, logger: Logger, options: WebhooksOptions) {
+  constructor(store: Store, clock: Clock, leases: Leases, relay: OutboxRelay, metrics: Metrics, logger: Logger, options: WebhooksOptions) {
     this.demand = new WebhookDemand(store.db, store.readLong, DEMAND_TTL_MS)
     this.agent = createDeliveryAgent({
       allowPrivateNetworks: options.allowPrivateNetworks,
@@ -50,7 +52,9 @@ export class Webhooks {
       connections: WORKER.maxInFlight + MANUAL_CONNECTIONS,
       ...(options.ca ? { ca: options.ca } : {}),
     })
-    const deps: WebhooksDeps = { db: store.db, dialect: store.dialect, clock, demand: this.demand, allowPrivateNetworks: options.allowPrivateNetworks }
+    const webhookMetrics = new WebhookMetrics(metrics)
+    webhookMetrics.watchQueue(store.db, store.readLong, clock)
+    const deps: WebhooksDeps = { db: store.db, dialect: store.dialect, clock, demand: this.demand, allowPrivateNetworks: options.allowPrivateNetworks, metrics: webhookMetrics }
     this.deps = { ...deps, agent: this.agent, leases, timeoutMs: options.timeoutMs, retryScheduleMs: options.retryScheduleMs }
     this.worker = new DeliveryWorker(deps, this.agent, leases, logger.child({ component: 'webhook-worker' }), {
       ...WORKER,

@@ -255,6 +255,7 @@ export class DeliveryWorker {
       if (!this.running) await queries.releaseDeliveries(this.deps.db, [delivery.id])
       return
     }
+    this.deps.metrics.attempted(result.outcome, result.durationMs / 1000)
     this.finished.push({ delivery, kind: 'automatic', result, at })
     this.recordSoon()
   }

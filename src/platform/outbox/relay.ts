@@ -1,13 +1,18 @@
 import { sql, type Transaction } from 'kysely'
+import type { Counter } from 'prom-client'
 import type { Logger } from 'pino'
 import type { Clock } from '../clock.js'
 import type { Store } from '../db/connect.js'
 import type { DB } from '../db/schema.js'
+import type { Metrics } from '../metrics/registry.js'
 import type { EventType, RelayedEvent } from './events.js'
 
 const PRUNE_EVERY_MS = 60_000
 // Small enough that one DELETE on SQLite (which blocks the thread) takes milliseconds.
 const PRUNE_BATCH = 1_000
+// The backlog gauge counts at most this many events per consumer: a walk of the relay
+// order's index, bounded so a million-event backlog costs no more than this per scrape.
+const BACKLOG_COUNT_CAP = 100_000
 
 export interface OutboxConsumer {
   /** Stable name: the consumer's position is stored under it and survives restarts. */
@@ -33,6 +38,7 @@ export interface RelayOptions {
   /** Relayed events older than this are deleted. */
   retentionMs: number
   batchSize?: number
+  metrics: Metrics
 }
 
 interface PassOptions {
@@ -51,9 +57,16 @@ export class OutboxRelay {
   private running: Promise<void> | undefined
   private stopped = true
   private lastPruneAt = 0
+  private readonly relayed: Counter<'consumer'>
 
   constructor(private readonly options: RelayOptions) {
     this.batchSize = options.batchSize ?? 200
+    this.relayed = options.metrics.counter({
+      name: 'outbox_events_relayed_total',
+      help: 'Domain events handed to an outbox consumer (webhooks fan-out), counted when its batch commits.',
+      labelNames: ['consumer'],
+    })
+    this.watchBacklog(options.metrics)
   }
 
   register(consumer: OutboxConsumer): void {
@@ -164,7 +177,13 @@ export class OutboxRelay {
     return row ? { tx_id: String(row.tx_id), last_id: Number(row.id) } : { tx_id: '0', last_id: 0 }
   }
 
-  private async passOne(consumer: OutboxConsumer, { waitForLocks }: PassOptions): Promise<number> {
+  private async passOne(consumer: OutboxConsumer, options: PassOptions): Promise<number> {
+    const relayed = await this.relayBatch(consumer, options)
+    if (relayed > 0) this.relayed.inc({ consumer: consumer.name }, relayed)
+    return relayed
+  }
+
+  private async relayBatch(consumer: OutboxConsumer, { waitForLocks }: PassOptions): Promise<number> {
     const { db, dialect } = this.options.store
     await db
       .insertInto('outbox_cursors')
@@ -204,6 +223,53 @@ export class OutboxRelay {
         .where('consumer', '=', consumer.name)
         .execute()
       return rows.length
+    })
+  }
+
+  /**
+   * Store-wide gauges per registered consumer, from its cursor: events not yet relayed
+   * (a capped count) and how old the oldest of them is. Both walk the relay order's
+   * index from the cursor, on SQLite on the reader thread.
+   */
+  private watchBacklog(metrics: Metrics): void {
+    const { db, dialect, readLong } = this.options.store
+    const pendingAfter = async (consumer: string) => {
+      const cursor = await db.selectFrom('outbox_cursors').select(['tx_id', 'last_id']).where('consumer', '=', consumer).executeTakeFirst()
+      // Every committed event past the cursor, including those the relay may not read yet
+      // because an older transaction is still running (PostgreSQL): a transaction that
+      // holds the relay back shows as backlog and lag.
+      return cursor && db.selectFrom('outbox').where(dialect.outboxAfter(cursor.tx_id, Number(cursor.last_id)))
+    }
+    metrics.storeGauge<'consumer'>({
+      name: 'outbox_backlog_events',
+      help: `Domain events committed and not yet relayed to a consumer, counted up to ${BACKLOG_COUNT_CAP}. Store-wide: aggregate nodes with max().`,
+      labelNames: ['consumer'],
+      read: async () =>
+        Promise.all(
+          [...this.consumers.keys()].map(async (consumer) => {
+            const pending = await pendingAfter(consumer)
+            if (!pending) return { labels: { consumer }, value: 0 }
+            const capped = pending.select(sql<number>`1`.as('one')).limit(BACKLOG_COUNT_CAP)
+            const [row] = await readLong(db.selectFrom(capped.as('capped')).select((eb) => eb.fn.countAll<number>().as('n')))
+            return { labels: { consumer }, value: Number(row?.n ?? 0) }
+          }),
+        ),
+    })
+    metrics.storeGauge<'consumer'>({
+      name: 'outbox_relay_lag_seconds',
+      help: 'Age of the oldest committed event a consumer has not received yet; 0 when it is caught up. Store-wide: aggregate nodes with max().',
+      labelNames: ['consumer'],
+      read: async () =>
+        Promise.all(
+          [...this.consumers.keys()].map(async (consumer) => {
+            const pending = await pendingAfter(consumer)
+            let oldest = pending?.select('occurred_at')
+            for (const column of dialect.outboxOrder) oldest = oldest?.orderBy(column)
+            const [row] = oldest ? await readLong(oldest.limit(1)) : []
+            const ageS = row ? (this.options.clock.now().getTime() - Date.parse(row.occurred_at)) / 1000 : 0
+            return { labels: { consumer }, value: Math.max(0, ageS) }
+          }),
+        ),
     })
   }
 }

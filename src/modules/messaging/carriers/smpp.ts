@@ -20,6 +20,8 @@ export interface SmppCarrierOptions {
   throttleRetryMs?: number
   /** Stamps receipts and inbound messages. */
   clock?: Clock
+  /** Told of each "not now" answer, by the label of its status (metrics). */
+  onRefusedForNow?: (status: RetryableStatus) => void
 }
 
 const STATUS = {
@@ -32,12 +34,14 @@ const STATUS = {
   permanentAppError: 0x65,
 } as const
 
-/** Answers that say "not now" rather than "never": the part is sent again later. */
-const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([
-  STATUS.systemError,
-  STATUS.queueFull,
-  STATUS.throttled,
-  STATUS.temporaryAppError,
+export type RetryableStatus = 'system_error' | 'queue_full' | 'throttled' | 'temporary_app_error'
+
+/** Answers that say "not now" rather than "never": the part is sent again later. Named for metrics. */
+const RETRYABLE_STATUSES: ReadonlyMap<number, RetryableStatus> = new Map([
+  [STATUS.systemError, 'system_error'],
+  [STATUS.queueFull, 'queue_full'],
+  [STATUS.throttled, 'throttled'],
+  [STATUS.temporaryAppError, 'temporary_app_error'],
 ])
 
 const STATUS_NAMES = new Map(Object.entries(smpp.errors).map(([name, value]) => [value, name]))
@@ -129,6 +133,7 @@ export class SmppCarrier implements Carrier {
   private readonly reconnect: { minMs: number; maxMs: number }
   private readonly throttleRetryMs: number
   private readonly clock: Clock
+  private readonly onRefusedForNow: ((status: RetryableStatus) => void) | undefined
 
   private handlers: CarrierHandlers | undefined
   private link: Link | undefined
@@ -156,6 +161,22 @@ export class SmppCarrier implements Carrier {
     this.reconnect = options.reconnect ?? { minMs: 1_000, maxMs: 60_000 }
     this.throttleRetryMs = options.throttleRetryMs ?? 1_000
     this.clock = options.clock ?? systemClock
+    this.onRefusedForNow = options.onRefusedForNow
+  }
+
+  /** Whether the link is bound now (metrics). */
+  get isBound(): boolean {
+    return this.link?.isBound ?? false
+  }
+
+  /** submit_sm sent and not answered yet (metrics). */
+  get windowInUse(): number {
+    return this.link?.outstanding.size ?? 0
+  }
+
+  /** Parts waiting here for the window, the rate or a bind (metrics). */
+  get waitingParts(): number {
+    return this.queue.length
   }
 
   /** Resolves at once: binding, and rebinding after a drop, go on in the background while submits wait. */
@@ -345,6 +366,7 @@ export class SmppCarrier implements Carrier {
       this.consecutivePauses = 0
       entry.resolve({ ok: true, carrierMessageId: String(resp.message_id ?? '') })
     } else if (RETRYABLE_STATUSES.has(status)) {
+      this.onRefusedForNow?.(RETRYABLE_STATUSES.get(status)!)
       this.pauseSending()
       this.logger.warn(
         { partId: entry.part.partId, status: describeStatus(status), attempts: entry.attempts },

@@ -1,0 +1,58 @@
+import { sql, type Compilable, type Kysely } from 'kysely'
+import type { Counter, Histogram } from 'prom-client'
+import type { Clock } from '../../platform/clock.js'
+import type { DB } from '../../platform/db/schema.js'
+import type { Metrics } from '../../platform/metrics/registry.js'
+import type { DeliveryOutcome } from './sender.js'
+
+/** The due-deliveries gauge counts at most this many: a walk of the queue index, bounded per scrape. */
+export const DUE_COUNT_CAP = 100_000
+
+/** The webhooks module's instruments. Label values come from closed sets only. */
+export class WebhookMetrics {
+  private readonly attempts: Counter<'outcome'>
+  private readonly latency: Histogram
+
+  constructor(private readonly metrics: Metrics) {
+    this.attempts = metrics.counter({
+      name: 'webhook_attempts_total',
+      help: 'Automatic webhook delivery attempts, by outcome: delivered (2xx), failed (another status or a connection error), timeout, refused (the SSRF guard would not connect).',
+      labelNames: ['outcome'],
+    })
+    this.latency = metrics.histogram({
+      name: 'webhook_attempt_duration_seconds',
+      help: 'Time from sending an automatic webhook attempt to its response (or its end), whatever the outcome.',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    })
+  }
+
+  attempted(outcome: DeliveryOutcome, seconds: number): void {
+    this.attempts.inc({ outcome })
+    this.latency.observe(seconds)
+  }
+
+  /** Store-wide gauges over the delivery queue; read on SQLite's reader thread, through the pool on PostgreSQL. */
+  watchQueue(db: Kysely<DB>, readLong: <T>(query: Compilable<T>) => Promise<T[]>, clock: Clock): void {
+    // Both match the partial index webhook_deliveries_queue (status = 'pending' and
+    // lease_owner is null) on (next_attempt_at, id).
+    const due = () => db.selectFrom('webhook_deliveries').where('status', '=', 'pending').where('lease_owner', 'is', null).where('next_attempt_at', '<=', clock.now().toISOString())
+    this.metrics.storeGauge({
+      name: 'webhook_due_deliveries',
+      help: `Webhook deliveries due for an attempt and not claimed by a worker, counted up to ${DUE_COUNT_CAP}. Store-wide: aggregate nodes with max().`,
+      read: async () => {
+        const capped = due().select(sql<number>`1`.as('one')).limit(DUE_COUNT_CAP)
+        const [row] = await readLong(db.selectFrom(capped.as('capped')).select((eb) => eb.fn.countAll<number>().as('n')))
+        return [{ value: Number(row?.n ?? 0) }]
+      },
+    })
+    this.metrics.storeGauge({
+      name: 'webhook_oldest_due_age_seconds',
+      help: 'How long the longest-waiting due webhook delivery has been due; 0 when none is. Store-wide: aggregate nodes with max().',
+      read: async () => {
+        const [row] = await readLong(due().select('next_attempt_at').orderBy('next_attempt_at').orderBy('id').limit(1))
+        const dueAt = row?.next_attempt_at
+        return [{ value: dueAt ? Math.max(0, (clock.now().getTime() - Date.parse(dueAt)) / 1000) : 0 }]
+      },
+    })
+  }
+}
