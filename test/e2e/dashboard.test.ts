@@ -305,6 +305,180 @@ describe.skipIf(!canRunBrowser)('the dashboard in a real browser', () => {
     expect(lists.body.items).toEqual([expect.objectContaining({ name: 'VIP', description: 'Best customers', contactCount: 2 })])
   })
 
+  it('builds a segment with a live count that matches the API, saves, edits and deletes segments', async () => {
+    // Contacts with properties to pick by, created by a script through the API.
+    const login = await server.post('/v1/auth/login', { body: { email, password } })
+    const token = login.body.token as string
+    for (const [phoneNumber, firstName, plan, age] of [
+      ['+14155550201', 'Ada', 'gold', 36],
+      ['+14155550202', 'Adam', 'silver', 25],
+      ['+14155550203', 'Bea', 'gold', 41],
+    ] as const) {
+      expect((await server.post('/v1/contacts/single', { token, body: { phoneNumber, firstName, attributes: { plan, age } } })).status).toBe(201)
+    }
+
+    await navLink('Segments').click()
+    await expect.poll(() => heading().textContent()).toBe('Segments')
+    await expect.poll(() => page.getByText('No segments yet. Build one above.').count()).toBe(1)
+
+    const count = page.getByRole('status').filter({ hasText: 'would receive a broadcast' })
+    const counted = async () => ((await page.getByText('Counting…').count()) ? 'counting' : await count.textContent())
+    const apiCount = async (rulesOperator: string, rules: unknown[]) =>
+      (await server.post('/v1/audience/segments/preview', { token, body: { rulesOperator, rules: JSON.stringify(rules) } })).body.count as number
+
+    await page.getByLabel('Segment name').fill('Gold over 30')
+    await page.getByLabel('Rule 1 field', { exact: true }).selectOption({ label: 'Attribute…' })
+    await page.getByLabel('Rule 1 attribute name', { exact: true }).fill('plan')
+    await page.getByLabel('Rule 1 value', { exact: true }).fill('gold')
+    await expect.poll(counted).toBe('2 contacts would receive a broadcast.')
+    expect(await apiCount('AND', [{ field: 'attributes.plan', operator: 'equals', value: 'gold' }])).toBe(2)
+
+    await page.getByRole('button', { name: 'Add rule' }).click()
+    await page.getByLabel('Rule 2 field', { exact: true }).selectOption({ label: 'Attribute…' })
+    await page.getByLabel('Rule 2 attribute name', { exact: true }).fill('age')
+    await page.getByLabel('Rule 2 operator', { exact: true }).selectOption({ label: 'is greater than' })
+    // Not a number: the API's problem names the rule and its member.
+    await page.getByLabel('Rule 2 value', { exact: true }).fill('old')
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('rules[1].value')
+    await page.getByLabel('Rule 2 value', { exact: true }).fill('40')
+    await expect.poll(counted).toBe('1 contact would receive a broadcast.')
+    const sample = page.getByRole('table', { name: 'Sample of matching contacts' })
+    await expect.poll(() => sample.locator('tbody tr').count()).toBe(1)
+    expect(await sample.textContent()).toContain('+14155550203')
+    await page.getByLabel('Rule 2 value', { exact: true }).fill('30')
+    await expect.poll(counted).toBe('2 contacts would receive a broadcast.')
+    const rules = [
+      { field: 'attributes.plan', operator: 'equals', value: 'gold' },
+      { field: 'attributes.age', operator: 'greaterThan', value: '30' },
+    ]
+    expect(await apiCount('AND', rules)).toBe(2)
+    await screenshot(page, '26-segments-builder')
+
+    await page.getByRole('button', { name: 'Create segment' }).click()
+    await expect.poll(() => page.getByText('Segment "Gold over 30" created.').count()).toBe(1)
+    const table = page.getByRole('table', { name: 'Segments, newest first' })
+    const row = table.getByRole('row', { name: /Gold over 30/ })
+    await expect.poll(() => row.getByRole('cell').nth(3).textContent()).toBe('2')
+    expect(await row.getByRole('cell').nth(2).textContent()).toBe('Every rule')
+    await screenshot(page, '27-segments-list')
+
+    // Edit: any rule (OR) of gold or younger than 30 is all three.
+    await page.getByRole('button', { name: 'Edit Gold over 30' }).click()
+    await expect.poll(() => page.getByRole('heading', { name: 'Edit segment Gold over 30' }).count()).toBe(1)
+    expect(await page.getByLabel('Rule 2 attribute name', { exact: true }).inputValue()).toBe('age')
+    await expect.poll(counted).toBe('2 contacts would receive a broadcast.')
+    await page.getByLabel('Contacts must match').selectOption('OR')
+    await page.getByLabel('Rule 2 operator', { exact: true }).selectOption({ label: 'is less than' })
+    await expect.poll(counted).toBe('3 contacts would receive a broadcast.')
+    await page.getByLabel('Segment name').fill('Gold or young')
+    await page.getByRole('button', { name: 'Save segment' }).click()
+    await expect.poll(() => page.getByText('Segment "Gold or young" saved.').count()).toBe(1)
+    const edited = table.getByRole('row', { name: /Gold or young/ })
+    await expect.poll(() => edited.getByRole('cell').nth(3).textContent()).toBe('3')
+    expect(await edited.getByRole('cell').nth(2).textContent()).toBe('Any rule')
+    const saved = (await server.get('/v1/audience/segments', { token })).body.items
+    expect(saved).toEqual([expect.objectContaining({ name: 'Gold or young', rulesOperator: 'OR', contactCount: 3 })])
+
+    // No rules at all: every contact. Then delete it, after a cancel.
+    await page.getByLabel('Segment name').fill('Everyone')
+    await page.getByRole('button', { name: 'Remove rule 1' }).click()
+    await expect.poll(() => page.getByText('No rules: the segment is every contact.').count()).toBe(1)
+    const everyone = (await server.get('/v1/contacts?pageSize=1', { token })).body.totalCount as number
+    await expect.poll(counted).toBe(`${everyone} contacts would receive a broadcast.`)
+    await page.getByRole('button', { name: 'Create segment' }).click()
+    await expect.poll(() => table.getByRole('row', { name: /Everyone/ }).count()).toBe(1)
+    await page.getByRole('button', { name: 'Delete Everyone' }).click()
+    const dialog = page.getByRole('dialog', { name: 'Delete this segment?' })
+    await dialog.waitFor()
+    await screenshot(page, '28-segments-delete-confirm')
+    await dialog.getByRole('button', { name: 'Cancel' }).click()
+    await expect.poll(() => dialog.count()).toBe(0)
+    expect(await table.getByRole('row', { name: /Everyone/ }).count()).toBe(1)
+    await page.getByRole('button', { name: 'Delete Everyone' }).click()
+    await dialog.getByRole('button', { name: 'Delete segment' }).click()
+    await expect.poll(() => page.getByText('Segment "Everyone" deleted.').count()).toBe(1)
+    await expect.poll(() => table.getByRole('row', { name: /Everyone/ }).count()).toBe(0)
+  })
+
+  it('builds a broadcast with live length, encoding and cost, sends it after confirmation and shows its progress to completion', async () => {
+    await topUp(server, await accountId(), 50)
+    await navLink('Broadcasts').click()
+    await expect.poll(() => heading().textContent()).toBe('Broadcasts')
+    await expect.poll(() => page.getByText('No broadcasts yet. Build one above.').count()).toBe(1)
+
+    const length = page.getByTestId('message-length')
+    const message = page.getByLabel('Message', { exact: true })
+    await message.fill('Привет')
+    await expect.poll(() => length.textContent()).toBe('6 characters · UCS-2 · 1 segment per recipient (estimate)')
+    await message.fill('x'.repeat(161))
+    await expect.poll(() => length.textContent()).toBe('161 characters · GSM-7 · 2 segments per recipient (estimate)')
+    await message.fill('Gold news: 20% off today only. Reply STOP to opt out')
+    await expect.poll(() => length.textContent()).toContain('GSM-7 · 1 segment per')
+
+    await page.getByLabel('Broadcast name').fill('Gold promo')
+    await page.getByLabel('Sender ID').fill('Acme')
+    // The list from the contacts step: 2 members.
+    const estimate = page.getByTestId('estimate')
+    await page.getByLabel('Contact list', { exact: true }).selectOption({ label: 'VIP' })
+    await expect.poll(() => estimate.textContent()).toBe('2 recipients now × 1 segment = about 2 credits.')
+    await page.getByRole('radio', { name: 'A segment' }).check()
+    await page.getByLabel('Segment', { exact: true }).selectOption({ label: 'Gold or young' })
+    await expect.poll(() => estimate.textContent()).toBe('3 recipients now × 1 segment = about 3 credits.')
+    await screenshot(page, '29-broadcasts-builder')
+
+    await page.getByRole('button', { name: 'Review and send' }).click()
+    const dialog = page.getByRole('dialog', { name: 'Send this broadcast?' })
+    await dialog.waitFor()
+    expect(await dialog.textContent()).toContain('3 recipients, 1 segment each, about 3 credits')
+    await screenshot(page, '30-broadcasts-confirm')
+    await dialog.getByRole('button', { name: 'Cancel' }).click()
+    await expect.poll(() => dialog.count()).toBe(0)
+    expect((await server.get('/v1/broadcasts', { token: (await server.post('/v1/auth/login', { body: { email, password } })).body.token })).body.items).toEqual([])
+
+    await page.getByRole('button', { name: 'Review and send' }).click()
+    await dialog.getByRole('button', { name: 'Send now' }).click()
+    await expect.poll(() => page.getByRole('status').filter({ hasText: 'Sending to' }).textContent()).toContain('Sending to 3 recipients, 3 credits used.')
+    const row = page.getByRole('table', { name: 'Broadcasts, newest first' }).getByRole('row', { name: /Gold promo/ })
+    // The list polls while the broadcast sends: it completes without a reload.
+    await expect.poll(() => row.getByRole('cell').nth(2).textContent(), { timeout: 20_000 }).toBe('Completed')
+    const cells = (await row.getByRole('cell').allTextContents()).slice(1, 8)
+    expect(cells).toEqual(['Segment Gold or young', 'Completed', '3/3 done', '3', '3', '0', '3'])
+    await screenshot(page, '31-broadcasts-completed')
+  })
+
+  it('imports contacts from a CSV file with a progress bar that reaches done and the bad row\'s error', async () => {
+    await navLink('Contacts').click()
+    await expect.poll(() => heading().textContent()).toBe('Contacts')
+
+    // No file: said before anything is sent.
+    await page.getByRole('button', { name: 'Import', exact: true }).click()
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('Choose a CSV file to import.')
+
+    const csv = 'phoneNumber,firstName,city\n+14155550301,Cy,Accra\n12345,Bad,Lagos\n+14155550302,Di,Lomé\n+14155550111,Again,Accra\n'
+    await page.getByLabel('CSV file').setInputFiles({ name: 'contacts.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) })
+    await page.getByLabel('Add the imported contacts to a list').selectOption({ label: 'VIP' })
+    await page.getByRole('button', { name: 'Import', exact: true }).click()
+
+    const result = page.getByRole('status').filter({ hasText: 'Import done' })
+    await expect.poll(() => result.textContent(), { timeout: 15_000 }).toBe(
+      'Import done: 4 rows processed, 2 contacts added, 1 was already a contact, 1 row not imported.',
+    )
+    const bar = page.getByRole('progressbar', { name: 'Import progress' })
+    expect(await bar.getAttribute('value')).toBe(await bar.getAttribute('max'))
+    const errors = page.getByRole('table', { name: 'Rows not imported' }).locator('tbody tr')
+    expect(await errors.count()).toBe(1)
+    const cells = await errors.first().getByRole('cell').allTextContents()
+    expect(cells.slice(0, 2)).toEqual(['2', '12345'])
+    expect(cells[2]).toContain('not a valid phone number')
+    await screenshot(page, '34-contacts-import')
+
+    // The contacts table reloads, and the list has the imported members.
+    const table = page.getByRole('table', { name: 'Contacts, newest first' })
+    await expect.poll(() => table.getByRole('row', { name: /\+14155550302/ }).count()).toBe(1)
+    const listRow = page.getByRole('table', { name: 'Contact lists' }).getByRole('row', { name: /VIP/ })
+    await expect.poll(() => listRow.getByRole('cell').nth(2).textContent()).toBe('5')
+  })
+
   it('creates a webhook to an HTTPS receiver and shows its deliveries, with status codes and attempts, as they happen', async () => {
     receiver = await HttpsReceiver.start()
     const path = '/hooks/contacts'
@@ -438,7 +612,7 @@ describe.skipIf(!canRunBrowser)('the dashboard in a real browser', () => {
 
   it('fits a phone-sized screen without sideways scrolling', async () => {
     await page.setViewportSize({ width: 390, height: 844 })
-    for (const [link, name] of [['SMS', '11-phone-sms'], ['API keys', '12-phone-keys'], ['Contacts', '18-phone-contacts'], ['Webhooks', '23-phone-webhooks'], ['Push console', '25-phone-push'], ['Overview', '13-phone-overview']] as const) {
+    for (const [link, name] of [['SMS', '11-phone-sms'], ['API keys', '12-phone-keys'], ['Contacts', '18-phone-contacts'], ['Segments', '32-phone-segments'], ['Broadcasts', '33-phone-broadcasts'], ['Webhooks', '23-phone-webhooks'], ['Push console', '25-phone-push'], ['Overview', '13-phone-overview']] as const) {
       await navLink(link).click()
       await expect.poll(() => heading().textContent()).toBe(link)
       await page.waitForLoadState('networkidle')

@@ -35,6 +35,8 @@ export interface Page<T> {
 export interface RequestOptions {
   token?: string | undefined
   body?: unknown
+  /** A file sent as it is, with its own content type (the CSV import), instead of a JSON body. */
+  upload?: { content: Blob; contentType: string }
   signal?: AbortSignal
 }
 
@@ -45,13 +47,14 @@ export interface RequestOptions {
 export async function request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json, application/problem+json' }
   if (options.token) headers.authorization = `Bearer ${options.token}`
-  if (options.body !== undefined) headers['content-type'] = 'application/json'
+  if (options.upload) headers['content-type'] = options.upload.contentType
+  else if (options.body !== undefined) headers['content-type'] = 'application/json'
   let response: Response
   try {
     response = await fetch(`/v1${path}`, {
       method,
       headers,
-      body: options.body === undefined ? null : JSON.stringify(options.body),
+      body: options.upload ? options.upload.content : options.body === undefined ? null : JSON.stringify(options.body),
       signal: options.signal ?? null,
       // The token travels in the header only; no cookie is needed or sent.
       credentials: 'omit',
@@ -223,4 +226,85 @@ export interface PublishResult {
   messageId: string
   delivered: number
   creditsUsed: number
+}
+
+export type RulesOperator = 'AND' | 'OR'
+
+/** Contact properties a segment rule may test, besides `attributes.<name>` (api.md, "Segment rule fields"). */
+export const RULE_FIELDS = ['phoneNumber', 'firstName', 'lastName', 'email', 'country', 'createdAt', 'contactListId'] as const
+
+export const RULE_OPERATORS = ['equals', 'notEquals', 'contains', 'startsWith', 'greaterThan', 'lessThan'] as const
+export type RuleOperator = (typeof RULE_OPERATORS)[number]
+
+export interface SegmentRule {
+  field: string
+  operator: RuleOperator
+  value: string
+}
+
+export interface SegmentListItem {
+  id: string
+  name: string
+  description: string
+  rulesOperator: RulesOperator
+  contactCount: number
+  createdAt: string
+}
+
+export interface Segment extends SegmentListItem {
+  /** A JSON array of SegmentRule, serialised as a string. */
+  rules: string
+  updatedAt: string
+}
+
+export interface SegmentPreview {
+  count: number
+  optedOut: number
+  sample: Contact[]
+}
+
+export type BroadcastStatus = 'draft' | 'scheduled' | 'sending' | 'completed'
+
+export interface Broadcast {
+  id: string
+  name: string
+  message: string
+  senderId: string
+  contactListId: string | null
+  segmentId: string | null
+  status: BroadcastStatus
+  recipients: number
+  creditsUsed: number
+  sent: number
+  delivered: number
+  failed: number
+  segments: number
+  encoding: 'GSM-7' | 'UCS-2'
+  sandbox: boolean
+  scheduledAt: string | null
+  createdAt: string
+  sentAt: string | null
+  completedAt: string | null
+  failure: string | null
+}
+
+export interface SendBroadcastResult {
+  status: 'sending' | 'scheduled' | 'completed'
+  recipients: number
+  creditsUsed: number
+}
+
+export interface ContactImport {
+  id: string
+  status: 'processing' | 'completed' | 'failed'
+  contactListId: string | null
+  rowsProcessed: number
+  created: number
+  existing: number
+  invalid: number
+  /** The first 1000 rejected rows; row 1 is the first data row. */
+  errors: { row: number; value: string; reason: string }[]
+  failure: string | null
+  createdAt: string
+  completedAt: string | null
 }

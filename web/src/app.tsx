@@ -6,6 +6,8 @@ import { LoginPage } from './pages/login-page'
 import { OverviewPage } from './pages/overview-page'
 import { SignupPage } from './pages/signup-page'
 import { PushPage } from './pages/push-page'
+import { SegmentsPage } from './pages/segments-page'
+import { BroadcastsPage } from './pages/broadcasts-page'
 import { SmsPage } from './pages/sms-page'
 import { WebhooksPage } from './pages/webhooks-page'
 import { NotFoundPage } from './pages/not-found-page'
@@ -18,6 +20,8 @@ const PAGES: Record<string, { title: string; render: () => ReactNode }> = {
   [PATHS.keys]: { title: 'API keys', render: () => <KeysPage /> },
   [PATHS.sms]: { title: 'SMS', render: () => <SmsPage /> },
   [PATHS.contacts]: { title: 'Contacts', render: () => <ContactsPage /> },
+  [PATHS.segments]: { title: 'Segments', render: () => <SegmentsPage /> },
+  [PATHS.broadcasts]: { title: 'Broadcasts', render: () => <BroadcastsPage /> },
   [PATHS.webhooks]: { title: 'Webhooks', render: () => <WebhooksPage /> },
   [PATHS.push]: { title: 'Push console', render: () => <PushPage /> },
 }

@@ -9,6 +9,8 @@ export const PATHS = {
   keys: '/keys',
   sms: '/sms',
   contacts: '/contacts',
+  segments: '/segments',
+  broadcasts: '/broadcasts',
   webhooks: '/webhooks',
   push: '/push',
 } as const

@@ -8,6 +8,8 @@ const NAV = [
   { to: PATHS.keys, label: 'API keys' },
   { to: PATHS.sms, label: 'SMS' },
   { to: PATHS.contacts, label: 'Contacts' },
+  { to: PATHS.segments, label: 'Segments' },
+  { to: PATHS.broadcasts, label: 'Broadcasts' },
   { to: PATHS.webhooks, label: 'Webhooks' },
   { to: PATHS.push, label: 'Push console' },
 ]

@@ -1,17 +1,21 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react'
-import type { Contact, ContactList, CreateContactsResult, Page } from '../api'
+import { ApiError, type Contact, type ContactImport, type ContactList, type CreateContactsResult, type Page } from '../api'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { TextAreaField, TextField } from '../components/field'
 import { Pager } from '../components/pager'
 import { ProblemAlert } from '../components/problem-alert'
-import { formatTime, plural } from '../format'
+import { formatCount, formatTime, plural } from '../format'
 import { useApi } from '../session'
 import { splitRecipients } from '../sms-length'
 import { useLoad } from '../use-load'
+import { useSettled } from '../use-settled'
 
 const CONTACTS_PAGE_SIZE = 20
 const LISTS_PAGE_SIZE = 10
 const SEARCH_SETTLE_MS = 300
+const IMPORT_POLL_MS = 1000
+/** Files up to this size are read once in the page to count their rows for the progress bar. */
+const COUNT_ROWS_MAX_BYTES = 20 * 1024 * 1024
 
 export function ContactsPage() {
   // Bumped after every change, so each table on the page loads again.
@@ -23,6 +27,7 @@ export function ContactsPage() {
     <div className="stack-lg">
       <p className="lead">Contacts are the phone numbers you send to; lists group them for broadcasts.</p>
       <AddContactsForm version={version} onAdded={changed} />
+      <ImportForm version={version} onImported={changed} />
       <ContactBrowser version={version} />
       <ListsSection
         version={version}
@@ -129,18 +134,157 @@ function AddContactsForm({ version, onAdded }: { version: number; onAdded(): voi
   )
 }
 
-function formatExisting(existing: number): string {
-  return existing === 1 ? '1 was already a contact' : `${existing} were already contacts`
+/** Data rows of a CSV (lines after the header, blank ones left out); quoted line breaks make it an estimate. */
+async function countRows(file: File): Promise<number | null> {
+  if (file.size > COUNT_ROWS_MAX_BYTES) return null
+  const lines = (await file.text()).split(/\r?\n/).filter((line) => line.trim() !== '')
+  return Math.max(lines.length - 1, 0)
 }
 
-/** The search box's text, settled: one request after typing pauses, not one per key. */
-function useSettled(value: string, ms: number): string {
-  const [settled, setSettled] = useState(value)
+function ImportForm({ version, onImported }: { version: number; onImported(): void }) {
+  const api = useApi()
+  const lists = useAllLists(version)
+  const [file, setFile] = useState<File | null>(null)
+  const [contactListId, setContactListId] = useState('')
+  const [error, setError] = useState<unknown>(null)
+  const [isBusy, setIsBusy] = useState(false)
+  const [importId, setImportId] = useState<string | null>(null)
+  const [totalRows, setTotalRows] = useState<number | null>(null)
+  const [progress, setProgress] = useState<ContactImport | null>(null)
+  const fileInput = useRef<HTMLInputElement>(null)
+  // The poll follows importId only; the page's callback changes on every render.
+  const onImportedRef = useRef(onImported)
+  onImportedRef.current = onImported
+
+  // Poll the import until it is completed or failed.
   useEffect(() => {
-    const timer = window.setTimeout(() => setSettled(value), ms)
-    return () => window.clearTimeout(timer)
-  }, [value, ms])
-  return settled
+    if (!importId) return
+    let timer = 0
+    const controller = new AbortController()
+    const poll = async () => {
+      try {
+        const state = await api<ContactImport>('GET', `/contacts/imports/${importId}`, { signal: controller.signal })
+        setProgress(state)
+        if (state.status === 'processing') timer = window.setTimeout(() => void poll(), IMPORT_POLL_MS)
+        else onImportedRef.current()
+      } catch (err) {
+        if (controller.signal.aborted) return
+        setError(err)
+      }
+    }
+    void poll()
+    return () => {
+      controller.abort()
+      window.clearTimeout(timer)
+    }
+  }, [importId, api])
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault()
+    if (!file) {
+      setError(new ApiError({ title: 'No file chosen', status: 0, detail: 'Choose a CSV file to import.' }))
+      return
+    }
+    setIsBusy(true)
+    setError(null)
+    setProgress(null)
+    setImportId(null)
+    try {
+      setTotalRows(await countRows(file))
+      const query = contactListId ? `?contactListId=${encodeURIComponent(contactListId)}` : ''
+      const accepted = await api<{ importId: string }>('POST', `/contacts/import${query}`, { upload: { content: file, contentType: 'text/csv' } })
+      setImportId(accepted.importId)
+      setFile(null)
+      if (fileInput.current) fileInput.current.value = ''
+    } catch (err) {
+      setError(err)
+    } finally {
+      setIsBusy(false)
+    }
+  }
+
+  const isRunning = progress?.status === 'processing' || (importId !== null && progress === null)
+  const total = progress && progress.status !== 'processing' ? Math.max(progress.rowsProcessed, 1) : totalRows
+  const done = progress && progress.status !== 'processing' ? total : (progress?.rowsProcessed ?? 0)
+
+  return (
+    <form onSubmit={submit} className="card stack" aria-labelledby="import-heading" noValidate>
+      <h2 id="import-heading">Import from CSV</h2>
+      <p className="muted small">
+        A header row, then one contact a row: a <code>phoneNumber</code> column (or phone, mobile, msisdn), optional firstName, lastName and email; any other
+        column becomes an attribute. Numbers that are already contacts are left as they are.
+      </p>
+      <ProblemAlert error={error} context="The import did not run" />
+      <div className="inline-form">
+        <div className="field">
+          <label htmlFor="import-file">CSV file</label>
+          <input id="import-file" ref={fileInput} type="file" accept=".csv,text/csv" onChange={(e) => setFile(e.target.files?.[0] ?? null)} />
+        </div>
+        <div className="field">
+          <label htmlFor="import-to-list">Add the imported contacts to a list</label>
+          <select id="import-to-list" value={contactListId} onChange={(e) => setContactListId(e.target.value)}>
+            <option value="">No list</option>
+            {lists.data?.items.map((list) => (
+              <option key={list.id} value={list.id}>
+                {list.name}
+              </option>
+            ))}
+          </select>
+        </div>
+        <button type="submit" disabled={isBusy || isRunning}>
+          {isBusy ? 'Uploading…' : isRunning ? 'Importing…' : 'Import'}
+        </button>
+      </div>
+      {importId ? (
+        <div className="stack">
+          <progress
+            className="progress"
+            aria-label="Import progress"
+            {...(total ? { max: total, value: Math.min(done ?? 0, total) } : {})}
+          />
+          <p role="status" aria-live="polite">
+            {progress === null
+              ? 'Import started…'
+              : progress.status === 'processing'
+                ? `Importing: ${formatCount(progress.rowsProcessed)}${totalRows !== null ? ` of about ${formatCount(totalRows)}` : ''} rows processed.`
+                : progress.status === 'completed'
+                  ? `Import done: ${plural(progress.rowsProcessed, 'row')} processed, ${plural(progress.created, 'contact')} added, ${formatExisting(progress.existing)}, ${plural(progress.invalid, 'row')} not imported.`
+                  : `Import stopped after ${plural(progress.rowsProcessed, 'row')}: ${progress.failure ?? 'unknown failure'}. The rows before it were kept.`}
+          </p>
+          {progress && progress.errors.length > 0 ? (
+            <div className="table-wrap">
+              <table className="responsive">
+                <caption className="visually-hidden">Rows not imported</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Row</th>
+                    <th scope="col">Value</th>
+                    <th scope="col">Reason</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {progress.errors.map((e) => (
+                    <tr key={e.row}>
+                      <td data-label="Row">{e.row}</td>
+                      <td data-label="Value" className="mono">
+                        {e.value || '(empty)'}
+                      </td>
+                      <td data-label="Reason">{e.reason}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+              {progress.invalid > progress.errors.length ? <p className="muted small">The first {formatCount(progress.errors.length)} of {formatCount(progress.invalid)} rejected rows.</p> : null}
+            </div>
+          ) : null}
+        </div>
+      ) : null}
+    </form>
+  )
+}
+
+function formatExisting(existing: number): string {
+  return existing === 1 ? '1 was already a contact' : `${existing} were already contacts`
 }
 
 function ContactBrowser({ version }: { version: number }) {
@@ -189,7 +333,7 @@ function ContactBrowser({ version }: { version: number }) {
   )
 }
 
-function ContactTable({ contacts, caption, onRemove }: { contacts: Contact[]; caption: string; onRemove?(contact: Contact): void }) {
+export function ContactTable({ contacts, caption, onRemove }: { contacts: Contact[]; caption: string; onRemove?(contact: Contact): void }) {
   return (
     <div className="table-wrap">
       <table className="responsive">
