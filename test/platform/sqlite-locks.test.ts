@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import { sql } from 'kysely'
 import { afterEach, describe, expect, it } from 'vitest'
-import { openStore, type Store } from '../../src/platform/db/connect.js'
+import { bulkWriterTarget } from '../../src/platform/db/bulk-writes.js'
+import { openBulkWriter, openStore, type Store } from '../../src/platform/db/connect.js'
 
 let store: Store | undefined
 let other: SQLite.Database | undefined
@@ -69,5 +70,35 @@ describe('SQLite store: locks held by another connection', () => {
     })
     expect(await loopDelayDuring(names)).toBeLessThan(50)
     expect(await names).toEqual(['first'])
+  })
+
+  it('counts its statements waiting for the lock, and a bulk writer on its own connection lets them have it first', async () => {
+    const { db, other } = await storeWithOtherWriter()
+    const target = bulkWriterTarget(db)
+    if (target?.kind !== 'sqlite') throw new Error('a SQLite file store offers a bulk writer')
+    const waiting = new Int32Array(target.lockWaiters)
+    other.exec("begin immediate; insert into items (name) values ('from the other connection')")
+    const write = sql`insert into items (name) values ('from the store')`.execute(db)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(Atomics.load(waiting, 0)).toBe(1)
+
+    // The bulk writer stands back (blocking its own thread: here the test's) until the
+    // count drops, or at most a second.
+    const writer = openBulkWriter(target)
+    const pace = writer.pace()
+    const started = performance.now()
+    await pace.room()
+    expect(performance.now() - started).toBeGreaterThan(900)
+
+    other.exec('commit')
+    await write
+    expect(Atomics.load(waiting, 0)).toBe(0)
+    const again = performance.now()
+    await pace.room()
+    expect(performance.now() - again).toBeLessThan(100)
+    await writer.db.transaction().execute((trx) => sql`insert into items (name) values ('from the bulk writer')`.execute(trx))
+    const rows = await sql<{ name: string }>`select name from items order by id`.execute(db)
+    expect(rows.rows.map((r) => r.name)).toEqual(['from the other connection', 'from the store', 'from the bulk writer'])
+    await writer.close()
   })
 })

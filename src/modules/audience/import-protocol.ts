@@ -1,4 +1,5 @@
-/** Messages between the import worker (import-parser.ts) and the importer. */
+/** Messages between the import threads (import-parser.ts, import-writer.ts) and the importer. */
+import type { BulkWriterTarget } from '../../platform/db/bulk-writes.js'
 
 /**
  * A checked row, as a tuple of plain values: a message of arrays of strings is copied
@@ -38,3 +39,17 @@ export interface ImportBatch {
 }
 
 export type ParserMessage = ImportBatch | { type: 'done' } | { type: 'failed'; reason: string }
+
+/** What the import's writer thread (import-writer.ts) is started with. */
+export interface ImportWriterData {
+  target: BulkWriterTarget
+  importId: string
+  accountId: string
+  listId: string | undefined
+}
+
+/** To the writer thread: write a batch, stamped with the importer's clock; or close the connection and end. */
+export type WriterRequest = { type: 'write'; batch: ImportBatch; at: string } | { type: 'close' }
+
+/** From the writer thread: the batch is committed; or writing it failed (and nothing more will be written). */
+export type WriterReply = { type: 'written' } | { type: 'failed'; error: string }

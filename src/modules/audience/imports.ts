@@ -7,17 +7,17 @@ import { pipeline } from 'node:stream/promises'
 import type { Worker } from 'node:worker_threads'
 import type { Logger } from 'pino'
 import type { Counter } from 'prom-client'
-import { refreshStatistics, writePace, type WritePace } from '../../platform/db/bulk-writes.js'
+import { refreshStatistics } from '../../platform/db/bulk-writes.js'
 import { newId } from '../../platform/ids.js'
 import type { Leases } from '../../platform/lease.js'
 import type { Metrics } from '../../platform/metrics/registry.js'
 import { startWorker } from '../../platform/workers.js'
 import { NotFound, PayloadTooLarge } from '../../platform/problems.js'
-import { requireList, saveContacts } from './contacts.js'
+import { requireList } from './contacts.js'
 import type { AudienceDeps } from './deps.js'
 import * as importQueries from './import-queries.js'
 import type { ImportBatch, ImportRowError, ParserMessage } from './import-protocol.js'
-import type { NewContact } from './queries.js'
+import { ImportWriterStopped, openImportWriter } from './import-writer-client.js'
 import type { ContactImport } from './schemas.js'
 
 export interface ImportOptions {
@@ -28,9 +28,6 @@ export interface ImportOptions {
   parserThreads: number
 }
 
-const KEPT_ERRORS = 1000
-// Imported rows carry their attributes as JSON text (attributes_json).
-const NO_ATTRIBUTES: Record<string, string> = Object.freeze({}) as Record<string, string>
 const INTERRUPTED =
   'interrupted: the server stopped before the import finished; the rows imported so far are kept, and importing the file again is safe'
 
@@ -45,9 +42,11 @@ function startParser(workerData: { path: string; windowRows: number; credits: nu
 
 /**
  * Streams a CSV upload to a temporary file (never holding it in memory), then imports it
- * in the background: a worker thread parses, this thread writes batches, each batch one
- * transaction with its ContactCreated events and its progress, so a crash loses no
- * committed row and importing the same file again only reuses what is there.
+ * in the background: worker threads parse, this thread merges their batches in row order
+ * and hands them to a writer thread with a connection of its own (import-writer.ts),
+ * which commits them in short transactions with their ContactCreated events and the
+ * progress, so a crash loses no committed row and importing the same file again only
+ * reuses what is there. Requests never wait for the import's work on this thread.
  */
 export class ContactImporter {
   private readonly workers = new Map<string, Worker[]>()
@@ -134,21 +133,25 @@ export class ContactImporter {
   }
 
   private async run(importId: string, accountId: string, listId: string | undefined, path: string): Promise<void> {
-    const progress = { processed: 0, created: 0, existing: 0, invalid: 0, errors: [] as ImportRowError[] }
     let outcome: { status: 'completed' | 'failed'; failure: string | null }
+    const writer = openImportWriter(this.deps, { importId, accountId, listId })
+    if (writer.thread) this.workers.set(importId, [writer.thread])
     try {
-      outcome = await this.parseAndWrite(importId, path, async (batch) => {
-        await this.writeBatch(importId, accountId, listId, batch, progress)
-      })
-      if (outcome.status === 'completed' && progress.created > 10_000) {
+      outcome = await this.parseAndWrite(importId, path, (batch) => writer.write(batch))
+      await writer.close()
+      if (outcome.status === 'completed' && (await this.get(accountId, importId)).created > 10_000) {
         // Keep planner statistics current so segment counts pick the right plan.
         await refreshStatistics(this.deps.db, this.deps.dialect, 'contacts')
       }
     } catch (err) {
-      this.logger.error({ err, importId }, 'contact import failed')
-      outcome = { status: 'failed', failure: 'the import stopped on an unexpected error; the rows imported so far are kept' }
+      if (err instanceof ImportWriterStopped) outcome = { status: 'failed', failure: INTERRUPTED }
+      else {
+        this.logger.error({ err, importId }, 'contact import failed')
+        outcome = { status: 'failed', failure: 'the import stopped on an unexpected error; the rows imported so far are kept' }
+      }
     } finally {
       this.workers.delete(importId)
+      await writer.close().catch(() => {})
       await rm(path, { force: true })
     }
     try {
@@ -190,7 +193,7 @@ export class ContactImporter {
       // Enough windows ahead for two batches, as when a message was a whole batch.
       const credits = 2 * Math.ceil(this.options.batchSize / windowRows)
       const workers = Array.from({ length: shards }, (_, shard) => startParser({ path, windowRows, credits, shard, shards }))
-      this.workers.set(importId, workers)
+      this.workers.set(importId, [...(this.workers.get(importId) ?? []), ...workers])
       const queues: ImportBatch[][] = workers.map(() => [])
       const finished = workers.map(() => false)
       const windows: { batch: ImportBatch; parts: (ImportBatch | undefined)[] }[] = []
@@ -248,64 +251,6 @@ export class ContactImporter {
         worker.on('exit', () => settle(() => resolve({ status: 'failed', failure: INTERRUPTED })))
       })
     })
-  }
-
-  private async writeBatch(
-    importId: string,
-    accountId: string,
-    listId: string | undefined,
-    batch: ImportBatch,
-    progress: { processed: number; created: number; existing: number; invalid: number; errors: ImportRowError[]; pace?: WritePace; errorsJson?: string },
-  ): Promise<void> {
-    // The store decides how many rows one transaction takes: on SQLite a transaction
-    // blocks this thread from begin to commit, so it is kept to a few milliseconds, and
-    // each one starts from a fresh turn of the event loop. Without that turn the next
-    // batch's message would be taken in the same turn as this write, and so on for as
-    // long as the parser keeps up: no request would be read until the import ended.
-    const pace = (progress.pace ??= writePace(this.deps.db))
-    // A number repeated within a batch is written once; its repeats count as existing.
-    const seen = new Set<string>()
-    let nextRow = 0
-    let nextError = 0
-    while (nextRow < batch.rows.length || nextError < batch.errors.length) {
-      await pace.room()
-      // Each transaction covers consecutive rows of the file, valid or not, so
-      // rows_processed always counts a prefix of it.
-      const end = Math.min(batch.rows.length, nextRow + pace.rows(batch.rows.length - nextRow))
-      const rows = batch.rows.slice(nextRow, end)
-      nextRow = end
-      const before = nextRow < batch.rows.length ? batch.rows[nextRow]![0] : Infinity
-      const firstError = nextError
-      while (nextError < batch.errors.length && batch.errors[nextError]!.row < before) nextError++
-      const errors = batch.errors.slice(firstError, nextError)
-      const contacts: NewContact[] = []
-      for (const [, id, phoneNumber, country, firstName, lastName, email, attributesJson] of rows) {
-        if (seen.has(phoneNumber)) continue
-        seen.add(phoneNumber)
-        contacts.push({ id, phone_number: phoneNumber, country, first_name: firstName, last_name: lastName, email, attributes: NO_ATTRIBUTES, attributes_json: attributesJson })
-      }
-      const started = performance.now()
-      await this.deps.db.transaction().execute(async (trx) => {
-        const created = contacts.length > 0 ? (await saveContacts(trx, this.deps, accountId, contacts, listId)).created.size : 0
-        progress.processed += rows.length + errors.length
-        progress.created += created
-        progress.existing += rows.length - created
-        progress.invalid += errors.length
-        if (errors.length > 0 && progress.errors.length < KEPT_ERRORS) {
-          progress.errors.push(...errors.slice(0, KEPT_ERRORS - progress.errors.length))
-          progress.errorsJson = undefined
-        }
-        await importQueries.recordProgress(trx, importId, {
-          rows_processed: progress.processed,
-          created_count: progress.created,
-          existing_count: progress.existing,
-          invalid_count: progress.invalid,
-          errors: (progress.errorsJson ??= JSON.stringify(progress.errors)),
-          updated_at: this.deps.clock.now().toISOString(),
-        })
-      })
-      pace.took(rows.length, performance.now() - started)
-    }
   }
 }
 

@@ -20,11 +20,30 @@ export interface WritePace {
   took(rows: number, ms: number): void
 }
 
+/**
+ * Where a worker thread opens a connection of its own for a long run of bulk writes
+ * (openBulkWriter in connect.ts), so that none of that work runs on the thread that
+ * serves requests. Plain data: it travels to the thread in workerData.
+ */
+export type BulkWriterTarget =
+  | {
+      kind: 'sqlite'
+      path: string
+      /**
+       * One Int32: how many statements on the requests' connection are waiting for the
+       * write lock. The bulk writer lets them have it before its next transaction.
+       */
+      lockWaiters: SharedArrayBuffer
+    }
+  | { kind: 'postgres'; url: string; schema: string | undefined }
+
 /** What a store offers bulk writers, registered under its Kysely instance when it opens. */
 export interface BulkWrites {
   pace(): WritePace
   /** Refreshes the planner statistics of `table` after a bulk change. */
   analyze(table: string): Promise<void>
+  /** Absent where the store lives on one connection only (in-memory SQLite). */
+  writer?: BulkWriterTarget
 }
 
 /** A turn of the event loop: setImmediate runs after the poll phase has read the sockets. */
@@ -82,6 +101,11 @@ export function registerBulkWrites(db: Kysely<DB>, bulkWrites: BulkWrites): void
 /** A new pace for one run of bulk writes through `db` (the store's Kysely instance). */
 export function writePace(db: Kysely<DB>): WritePace {
   return registry.get(db)?.pace() ?? connectedStorePace()
+}
+
+/** Where a thread of its own can write in bulk to the store behind `db`, if it can. */
+export function bulkWriterTarget(db: Kysely<DB>): BulkWriterTarget | undefined {
+  return registry.get(db)?.writer
 }
 
 /** Refreshes planner statistics after a bulk change, where it holds up no request. */

@@ -11,7 +11,7 @@ import {
 } from 'kysely'
 import pg from 'pg'
 import type { DatabaseConfig } from '../config.js'
-import { BlockingStorePace, connectedStorePace, registerBulkWrites } from './bulk-writes.js'
+import { BlockingStorePace, connectedStorePace, registerBulkWrites, type BulkWriterTarget, type WritePace } from './bulk-writes.js'
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.js'
 import type { DB } from './schema.js'
 import { NonBlockingSqliteDialect, type DriverDatabase } from './sqlite-driver.js'
@@ -36,20 +36,74 @@ export function openStore(config: DatabaseConfig): Store {
   return config.kind === 'sqlite' ? openSqlite(config.path) : openPostgres(config.url, config.schema)
 }
 
-function openSqlite(path: string): Store {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
-  const database = new SQLite(path)
-  database.pragma('journal_mode = WAL')
+/**
+ * A store's connection for one run of bulk writes (an import), opened on a worker
+ * thread of its own: the rows are built, sent and, on SQLite, written there, so the
+ * thread that serves requests does none of it. On PostgreSQL it is one connection
+ * outside the pool, so the writer never takes a pooled connection from the requests.
+ */
+export interface BulkWriter {
+  db: Kysely<DB>
+  dialect: Dialect
+  /** A new pace for a run of write transactions on this connection. */
+  pace(): WritePace
+  close(): Promise<void>
+}
+
+export function openBulkWriter(target: BulkWriterTarget): BulkWriter {
+  if (target.kind === 'postgres') {
+    const db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool: postgresPool(target.url, target.schema, 1) }) })
+    return { db, dialect: postgresDialect, pace: connectedStorePace, close: () => db.destroy() }
+  }
+  const database = new SQLite(target.path, { fileMustExist: true })
+  configureSqlite(database)
+  // This thread may wait for the lock: the requests' connection holds it only briefly.
+  database.pragma(`busy_timeout = ${LOCK_TIMEOUT_MS}`)
+  // The maintenance thread checkpoints, as for the main connection.
+  database.pragma('wal_autocheckpoint = 0')
+  database.pragma(`journal_size_limit = ${MAINTENANCE.limitFrames * 4096}`)
+  const lockWaiters = new Int32Array(target.lockWaiters)
+  const db = new Kysely<DB>({ dialect: new NonBlockingSqliteDialect(withStatementCache(database), LOCK_TIMEOUT_MS) })
+  return {
+    db,
+    dialect: sqliteDialect,
+    // A transaction holds the write lock from begin to commit: a request that writes
+    // meanwhile waits for it, so transactions stay as short as on the main thread.
+    pace: () => new BlockingStorePace(() => letWaitersWrite(lockWaiters), BULK_TRANSACTION_MS),
+    close: () => db.destroy(),
+  }
+}
+
+// The longest a bulk writer stands back for waiting requests before each transaction.
+const MAX_STAND_BACK_MS = 1_000
+
+/** Blocks a bulk writer's thread (never the main one) while statements of the requests' connection wait for the lock. */
+async function letWaitersWrite(lockWaiters: Int32Array): Promise<void> {
+  const deadline = Date.now() + MAX_STAND_BACK_MS
+  for (let waiting = Atomics.load(lockWaiters, 0); waiting > 0 && Date.now() < deadline; waiting = Atomics.load(lockWaiters, 0)) {
+    Atomics.wait(lockWaiters, 0, waiting, 5)
+  }
+}
+
+/** Settings every connection to the SQLite file shares. */
+function configureSqlite(database: SQLite.Database): void {
   // NORMAL is durable across process crashes in WAL mode; only an OS crash can lose the
   // last commits, which is the trade every WAL deployment makes.
   database.pragma('synchronous = NORMAL')
   database.pragma('foreign_keys = ON')
-  // A lock another connection holds is waited for on a timer, not on this thread
-  // (NonBlockingSqliteDialect).
-  database.pragma('busy_timeout = 0')
   // 64 MiB of page cache (the default is 2 MiB): bulk inserts touch index pages all over
   // the unique (account, phone) index, and counts scan the whole table.
   database.pragma('cache_size = -65536')
+}
+
+function openSqlite(path: string): Store {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  const database = new SQLite(path)
+  database.pragma('journal_mode = WAL')
+  configureSqlite(database)
+  // A lock another connection holds is waited for on a timer, not on this thread
+  // (NonBlockingSqliteDialect).
+  database.pragma('busy_timeout = 0')
   // ANALYZE samples about this many rows per index instead of reading every index whole
   // (SQLite's own recommendation). Even so it takes a few hundred milliseconds on a
   // million contacts: after an import it runs on the maintenance thread (below).
@@ -63,17 +117,22 @@ function openSqlite(path: string): Store {
   database.function('ulower', { deterministic: true }, (value: unknown) =>
     value === null || value === undefined ? null : String(value).toLowerCase(),
   )
-  const db = new Kysely<DB>({ dialect: new NonBlockingSqliteDialect(withStatementCache(database), LOCK_TIMEOUT_MS) })
-  // Statements run on this thread: a bulk write is cut into transactions of a few
-  // milliseconds, and waits for the checkpoints when the log has grown long. ANALYZE
-  // runs on the maintenance thread; this connection then reloads the statistics (a
-  // fraction of a millisecond).
+  const lockWaiters = path === ':memory:' ? undefined : new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT)
+  const db = new Kysely<DB>({
+    dialect: new NonBlockingSqliteDialect(withStatementCache(database), LOCK_TIMEOUT_MS, lockWaiters && new Int32Array(lockWaiters)),
+  })
+  // A bulk writer has a connection of its own on a worker thread (openBulkWriter); it
+  // waits here, between batches, for the checkpoints when the log has grown long. In
+  // memory there is one connection, and bulk writes run on this thread in transactions
+  // of a few milliseconds. ANALYZE runs on the maintenance thread; this connection then
+  // reloads the statistics (a fraction of a millisecond).
   registerBulkWrites(db, {
     pace: () => new BlockingStorePace(() => maintenance?.room() ?? Promise.resolve(), BULK_TRANSACTION_MS),
     analyze: async (table) => {
       if (maintenance) await maintenance.analyze(table)
       await sql`analyze ${sql.raw(maintenance ? 'sqlite_schema' : `"${table}"`)}`.execute(db)
     },
+    ...(lockWaiters ? { writer: { kind: 'sqlite', path, lockWaiters } } : {}),
   })
   // Started once the file exists. An in-memory database lives on one connection only;
   // there the main connection serves long reads too.
@@ -141,10 +200,10 @@ function withStatementCache(database: SQLite.Database): DriverDatabase {
 const INT8_OID = 20
 const NUMERIC_OID = 1700
 
-function openPostgres(url: string, schema: string | undefined): Store {
-  const pool = new pg.Pool({
+function postgresPool(url: string, schema: string | undefined, max: number): pg.Pool {
+  return new pg.Pool({
     connectionString: url,
-    max: 10,
+    max,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
@@ -153,12 +212,16 @@ function openPostgres(url: string, schema: string | undefined): Store {
       }) as typeof pg.types.getTypeParser,
     },
   })
-  const db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool }) })
+}
+
+function openPostgres(url: string, schema: string | undefined): Store {
+  const db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool: postgresPool(url, schema, 10) }) })
   registerBulkWrites(db, {
     pace: connectedStorePace,
     analyze: async (table) => {
       await postgresDialect.analyze(table).execute(db)
     },
+    writer: { kind: 'postgres', url, schema },
   })
   return {
     db,

@@ -25,17 +25,23 @@ export type DriverDatabase = SqliteDatabase & { readonly inTransaction: boolean 
  * write, which fails at once (SQLITE_BUSY_SNAPSHOT, no retry possible) if another
  * connection committed since the transaction's first read. With the lock taken at BEGIN,
  * a statement inside a transaction never finds it taken.
+ *
+ * `lockWaiters` (one Int32, shared with a bulk writer's thread) counts the statements
+ * waiting for the lock right now: a bulk writer that sees it above zero lets them have
+ * the lock before its next transaction, instead of taking it again at once, so a
+ * request waits for one bulk transaction at most.
  */
 export class NonBlockingSqliteDialect extends SqliteDialect {
   constructor(
     private readonly database: DriverDatabase,
     private readonly lockTimeoutMs: number,
+    private readonly lockWaiters?: Int32Array,
   ) {
     super({ database })
   }
 
   override createDriver(): Driver {
-    return new NonBlockingSqliteDriver(this.database, this.lockTimeoutMs)
+    return new NonBlockingSqliteDriver(this.database, this.lockTimeoutMs, this.lockWaiters)
   }
 }
 
@@ -46,8 +52,9 @@ class NonBlockingSqliteDriver implements Driver {
   constructor(
     private readonly database: DriverDatabase,
     lockTimeoutMs: number,
+    lockWaiters: Int32Array | undefined,
   ) {
-    this.connection = new NonBlockingSqliteConnection(database, this.mutex, lockTimeoutMs)
+    this.connection = new NonBlockingSqliteConnection(database, this.mutex, lockTimeoutMs, lockWaiters)
   }
 
   async init(): Promise<void> {}
@@ -98,31 +105,42 @@ class NonBlockingSqliteConnection implements DatabaseConnection {
     private readonly database: DriverDatabase,
     private readonly mutex: ConnectionMutex,
     private readonly lockTimeoutMs: number,
+    private readonly lockWaiters: Int32Array | undefined,
   ) {}
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     const { sql, parameters } = compiledQuery
     let deadline: number | undefined
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const statement = this.database.prepare(sql)
-        if (statement.reader) return { rows: statement.all(parameters) as R[] }
-        const { changes, lastInsertRowid } = statement.run(parameters)
-        return {
-          numAffectedRows: changes !== undefined && changes !== null ? BigInt(changes) : undefined,
-          insertId: lastInsertRowid !== undefined && lastInsertRowid !== null ? BigInt(lastInsertRowid) : undefined,
-          rows: [],
+    try {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const statement = this.database.prepare(sql)
+          if (statement.reader) return { rows: statement.all(parameters) as R[] }
+          const { changes, lastInsertRowid } = statement.run(parameters)
+          return {
+            numAffectedRows: changes !== undefined && changes !== null ? BigInt(changes) : undefined,
+            insertId: lastInsertRowid !== undefined && lastInsertRowid !== null ? BigInt(lastInsertRowid) : undefined,
+            rows: [],
+          }
+        } catch (err) {
+          // Inside a transaction this connection holds the write lock already: a busy
+          // error there is not a wait for the lock, and retrying would not end it.
+          if (!isBusy(err) || this.database.inTransaction) throw err
+          if (deadline === undefined) {
+            deadline = Date.now() + this.lockTimeoutMs
+            if (this.lockWaiters) Atomics.add(this.lockWaiters, 0, 1)
+          }
+          if (Date.now() >= deadline) throw err
+          // The statement did nothing: the connection serves others while this one waits.
+          this.mutex.unlock()
+          await new Promise((resolve) => setTimeout(resolve, Math.min(2 ** attempt, MAX_RETRY_MS)))
+          await this.mutex.lock()
         }
-      } catch (err) {
-        // Inside a transaction this connection holds the write lock already: a busy
-        // error there is not a wait for the lock, and retrying would not end it.
-        if (!isBusy(err) || this.database.inTransaction) throw err
-        deadline ??= Date.now() + this.lockTimeoutMs
-        if (Date.now() >= deadline) throw err
-        // The statement did nothing: the connection serves others while this one waits.
-        this.mutex.unlock()
-        await new Promise((resolve) => setTimeout(resolve, Math.min(2 ** attempt, MAX_RETRY_MS)))
-        await this.mutex.lock()
+      }
+    } finally {
+      if (deadline !== undefined && this.lockWaiters) {
+        Atomics.sub(this.lockWaiters, 0, 1)
+        Atomics.notify(this.lockWaiters, 0)
       }
     }
   }
