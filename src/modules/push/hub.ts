@@ -2,7 +2,7 @@ import type { Logger } from 'pino'
 import type { Clock } from '../../platform/clock.js'
 import type { LocalFanout, PushBroker, PushEvent } from './broker.js'
 import type { PushMetrics } from './metrics.js'
-import { encodeEvent, type PushStream, type StreamOwner } from './stream.js'
+import { chunkOf, encodeEvent, type PushStream, type StreamOwner } from './stream.js'
 
 export interface HubOptions {
   /** A `: ping` comment goes to every stream this often. */
@@ -93,7 +93,8 @@ export class Hub implements LocalFanout, StreamOwner {
     const delivered = streams.size
     // Encoded once for all its subscribers.
     const frame = encodeEvent(event)
-    for (const stream of streams) stream.send(event, frame)
+    const chunk = chunkOf(frame)
+    for (const stream of streams) stream.send(event, frame, chunk)
     this.metrics.delivered(delivered)
     return delivered
   }
