@@ -19,6 +19,7 @@ import { installValidation } from './platform/http/validation.js'
 import { Leases } from './platform/lease.js'
 import { installMetrics } from './platform/metrics/http.js'
 import { Metrics } from './platform/metrics/registry.js'
+import { installStoreMetrics } from './platform/metrics/store.js'
 import { createLogger } from './platform/logger.js'
 import { NotFound } from './platform/problems.js'
 import { OutboxRelay } from './platform/outbox/relay.js'
@@ -71,6 +72,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const redis = config.redisUrl ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined
   // One registry per app: tests build several apps in one process.
   const metrics = new Metrics(logger.child({ component: 'metrics' }), { enabled: config.metricsEnabled ?? false })
+  installStoreMetrics(metrics, store.waits)
 
   const relay = new OutboxRelay({
     store,

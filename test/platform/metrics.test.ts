@@ -161,6 +161,9 @@ describe('GET /metrics with METRICS_ENABLED=true and METRICS_TOKEN set', () => {
       push_publishes_total: 'counter',
       push_deliveries_total: 'counter',
       push_slow_consumers_dropped_total: 'counter',
+      store_waiting_queries: 'gauge',
+      store_busy_connections: 'gauge',
+      store_wait_seconds: 'histogram',
     }
     for (const [name, type] of Object.entries(expected)) expect(families.get(name)?.type, name).toBe(type)
     // Store-wide gauges carry scope="store": the same on every node, aggregated with max().
@@ -250,6 +253,17 @@ describe('GET /metrics with METRICS_ENABLED=true and METRICS_TOKEN set', () => {
       reader.close()
     }
     await expect.poll(async () => valueOf((await scrape()).families, 'push_open_streams'), { timeout: 5_000, interval: 50 }).toBe(0)
+  })
+
+  it("measures this node's waits for the store: a long read (reader thread on SQLite, a pool connection on PostgreSQL)", async () => {
+    const before = valueOf((await scrape()).families, 'store_wait_seconds_count')
+    const preview = await server.post('/v1/audience/segments/preview', { token: key, body: { rules: '[]' } })
+    expect(preview.status).toBe(200)
+    const { families } = await scrape()
+    expect(valueOf(families, 'store_wait_seconds_count')).toBeGreaterThan(before)
+    expect(valueOf(families, 'store_wait_seconds_bucket', { le: '+Inf' })).toBe(valueOf(families, 'store_wait_seconds_count'))
+    // Scraped while idle: nothing waits.
+    expect(valueOf(families, 'store_waiting_queries')).toBe(0)
   })
 
   it('measures event-loop lag as a histogram', async () => {

@@ -17,6 +17,7 @@ import type { DB } from './schema.js'
 import { NonBlockingSqliteDialect, type DriverDatabase } from './sqlite-driver.js'
 import { SqliteMaintenance, type MaintenanceOptions } from './sqlite-maintenance-client.js'
 import { SqliteReader } from './sqlite-reader-client.js'
+import { StoreWaits } from './store-waits.js'
 
 export interface Store {
   db: Kysely<DB>
@@ -29,6 +30,8 @@ export interface Store {
   readLong<T>(query: Compilable<T>): Promise<T[]>
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>
+  /** Queries waiting for a connection or the reader thread (metrics). */
+  waits: StoreWaits
   close(): Promise<void>
 }
 
@@ -137,9 +140,16 @@ function openSqlite(path: string): Store {
   // Started once the file exists. An in-memory database lives on one connection only;
   // there the main connection serves long reads too.
   const reader = path === ':memory:' ? undefined : new SqliteReader(path)
+  const lockWaiting = lockWaiters && new Int32Array(lockWaiters)
+  const waits = new StoreWaits(
+    () => (reader?.queued ?? 0) + (lockWaiting ? Atomics.load(lockWaiting, 0) : 0),
+    () => reader?.running ?? 0,
+  )
+  if (reader) reader.onWait = (seconds) => waits.record(seconds)
   return {
     db,
     dialect: sqliteDialect,
+    waits,
     readLong: async <T>(query: Compilable<T>) => {
       const compiled = query.compile()
       if (!reader) return (await db.executeQuery<T>(compiled as never)).rows
@@ -215,7 +225,21 @@ function postgresPool(url: string, schema: string | undefined, max: number): pg.
 }
 
 function openPostgres(url: string, schema: string | undefined): Store {
-  const db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool: postgresPool(url, schema, 10) }) })
+  const pool = postgresPool(url, schema, 10)
+  const waits = new StoreWaits(
+    () => pool.waitingCount,
+    () => pool.totalCount - pool.idleCount,
+  )
+  // Kysely takes a connection with pool.connect() for every query or transaction: the
+  // time that takes is the wait for a free one (or for a new one to open).
+  const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>
+  pool.connect = (async () => {
+    const started = performance.now()
+    const client = await connect()
+    waits.record((performance.now() - started) / 1000)
+    return client
+  }) as typeof pool.connect
+  const db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool }) })
   registerBulkWrites(db, {
     pace: connectedStorePace,
     analyze: async (table) => {
@@ -230,6 +254,7 @@ function openPostgres(url: string, schema: string | undefined): Store {
     ping: async () => {
       await sql`select 1`.execute(db)
     },
+    waits,
     close: () => db.destroy(),
   }
 }

@@ -30,7 +30,9 @@ parentPort!.on('message', ({ id, sql, parameters }: ReadRequest) => {
       if (statements.size > 200) statements.clear()
       statements.set(sql, statement)
     }
-    parentPort!.postMessage({ id, rows: statement.all(parameters) })
+    const started = performance.now()
+    const rows = statement.all(parameters)
+    parentPort!.postMessage({ id, rows, ms: performance.now() - started })
   } catch (err) {
     parentPort!.postMessage({ id, error: err instanceof Error ? err.message : String(err) })
   }
