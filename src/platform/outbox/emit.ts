@@ -33,5 +33,33 @@ export async function emitMany(trx: Transaction<DB>, events: readonly DomainEven
     }),
   )
   await insertEvents(trx, rows)
+  announceEmitted()
   return rows.map((row) => row.event_id)
+}
+
+/*
+ * Relays in this process hear that events were written, so they look at once rather than
+ * at their next poll. The transaction commits after emit returns, so they are told twice,
+ * shortly after (by then it has usually committed) and once more a little later; an event
+ * committed later still is found by the regular poll, as on other nodes.
+ */
+const listeners = new Set<() => void>()
+const ANNOUNCE_AFTER_MS = [2, 25]
+let announcing = false
+
+/** Calls `listener` soon after events are emitted in this process; answers how to stop. */
+export function onEmitted(listener: () => void): () => void {
+  listeners.add(listener)
+  return () => listeners.delete(listener)
+}
+
+function announceEmitted(): void {
+  if (announcing || listeners.size === 0) return
+  announcing = true
+  for (const [i, delayMs] of ANNOUNCE_AFTER_MS.entries()) {
+    setTimeout(() => {
+      if (i === 0) announcing = false
+      for (const listener of listeners) listener()
+    }, delayMs).unref()
+  }
 }

@@ -5,6 +5,7 @@ import type { Clock } from '../clock.js'
 import type { Store } from '../db/connect.js'
 import type { DB } from '../db/schema.js'
 import type { Metrics } from '../metrics/registry.js'
+import { onEmitted } from './emit.js'
 import type { EventType, RelayedEvent } from './events.js'
 
 const PRUNE_EVERY_MS = 60_000
@@ -56,6 +57,8 @@ export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined
   private running: Promise<void> | undefined
   private stopped = true
+  private wakeRequested = false
+  private stopListening: (() => void) | undefined
   private lastPruneAt = 0
   private readonly relayed: Counter<'consumer'>
 
@@ -76,16 +79,21 @@ export class OutboxRelay {
 
   start(): void {
     this.stopped = false
+    this.stopListening = onEmitted(() => this.wake())
     this.schedule(0)
   }
 
   /** Asks for a pass soon, e.g. right after a commit that emitted events. */
   wake(): void {
-    if (!this.stopped && this.running === undefined) this.schedule(0)
+    if (this.stopped) return
+    // A pass already running may have read before the commit: one more follows it.
+    if (this.running !== undefined) this.wakeRequested = true
+    else this.schedule(0)
   }
 
   async stop(): Promise<void> {
     this.stopped = true
+    this.stopListening?.()
     clearTimeout(this.timer)
     await this.running
   }
@@ -103,13 +111,14 @@ export class OutboxRelay {
   private schedule(delayMs: number): void {
     clearTimeout(this.timer)
     this.timer = setTimeout(() => {
+      this.wakeRequested = false
       this.running = this.passAll()
         .then(async (relayed) => {
           if (relayed === 0 && Date.now() - this.lastPruneAt > PRUNE_EVERY_MS) {
             this.lastPruneAt = Date.now()
             await this.prune()
           }
-          if (!this.stopped) this.schedule(relayed > 0 ? 0 : this.options.pollMs)
+          if (!this.stopped) this.schedule(relayed > 0 || this.wakeRequested ? 0 : this.options.pollMs)
         })
         .catch((err: unknown) => {
           this.options.logger.error({ err }, 'outbox relay pass failed')
