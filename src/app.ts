@@ -126,8 +126,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const pushHistory = { historySize: config.pushHistorySize, historyTtlS: config.pushHistoryTtlS }
   // Cluster mode: history in Redis Streams and fan-out through Redis; embedded: the store and this process.
   const pushBroker =
-    redis && config.redisUrl
-      ? new RedisPushBroker(redis, { nodeId: config.nodeId, ...pushHistory, redisUrl: config.redisUrl })
+    redis
+      ? new RedisPushBroker(redis, { nodeId: config.nodeId, ...pushHistory })
       : new StorePushBroker(store, clock, logger.child({ component: 'push-history' }), pushHistory)
   const push = new Push(pushBroker, clock, logger.child({ component: 'push' }), {
     jwtSecret: config.jwtSecret,

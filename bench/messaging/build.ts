@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { PROJECT_DIR } from '../lib/server.js'
+import { PROJECT_DIR, buildCommit as buildCommitOnce } from '../lib/server.js'
 
 const TSC = resolve(PROJECT_DIR, 'node_modules', 'typescript', 'bin', 'tsc')
 
@@ -36,22 +36,10 @@ export function buildWorkingTree(): Build {
   return { entry: join(outDir, 'main.js'), code: `working tree at ${head}${dirty ? ' with uncommitted changes in src/' : ' (src/ clean)'}` }
 }
 
-/**
- * Compiles src/ as it is in a commit (read with `git archive`, the working tree left
- * alone) to .bench/messaging/commits/<sha>/dist, once per commit.
- */
+/** Compiles src/ as it is in a commit (bench/lib/server.ts buildCommit), reported as a Build. */
 export function buildCommit(rev: string): Build {
-  const sha = run('git', ['rev-parse', '--verify', `${rev}^{commit}`], PROJECT_DIR).toString().trim()
-  const dir = resolve(PROJECT_DIR, '.bench', 'messaging', 'commits', sha)
-  const entry = join(dir, 'dist', 'main.js')
-  if (!existsSync(entry)) {
-    rmSync(dir, { recursive: true, force: true })
-    mkdirSync(dir, { recursive: true })
-    const archive = run('git', ['archive', '--format=tar', sha, 'src', 'tsconfig.json', 'tsconfig.build.json'], PROJECT_DIR)
-    run('tar', ['-x', '-f', '-', '-C', dir], dir, archive)
-    compile(join(dir, 'tsconfig.build.json'), join(dir, 'dist'))
-  }
-  return { entry, code: `commit ${sha.slice(0, 7)} (built from git archive, working tree not used)` }
+  const { entry, sha } = buildCommitOnce(rev)
+  return { entry, code: `commit ${sha} (built from git archive, working tree not used)` }
 }
 
 /**

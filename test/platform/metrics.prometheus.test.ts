@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { freePort } from '../support/child-server.js'
 import { createKey, signUp } from '../support/fixtures.js'
 import { startServer, type TestServer } from '../support/harness.js'
 
@@ -14,16 +14,6 @@ const PROMETHEUS = '/usr/bin/prometheus'
 const available = existsSync(PROMETHEUS)
 const METRICS_TOKEN = 'metrics-token-for-prometheus-0123'
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address()
-      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))))
-    })
-  })
-}
 
 interface QueryResult {
   metric: Record<string, string>

@@ -63,7 +63,6 @@ async function startNode(options: Partial<RedisPushBrokerOptions> = {}): Promise
     nodeId,
     historySize: 1000,
     historyTtlS: 86_400,
-    redisUrl: redisUrl as string,
     keyPrefix,
     ...options,
   })

@@ -8,8 +8,6 @@ export interface RedisPushBrokerOptions {
   nodeId: string
   historySize: number
   historyTtlS: number
-  /** Kept for the composition root's call; the subscriber is `redis.duplicate()`, same URL. */
-  redisUrl: string
   /** Namespace of every key and pub/sub channel; tests give each run its own. */
   keyPrefix?: string
   /** How long a node counts as live after its last heartbeat; heartbeats come 3 times as often. */
