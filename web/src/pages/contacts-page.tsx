@@ -9,6 +9,7 @@ import { useApi } from '../session'
 import { splitRecipients } from '../sms-length'
 import { useLoad } from '../use-load'
 import { useSettled } from '../use-settled'
+import { useConfirmation } from '../use-confirmation'
 
 const CONTACTS_PAGE_SIZE = 20
 const LISTS_PAGE_SIZE = 10
@@ -394,26 +395,15 @@ function ListsSection({ version, managingId, onChanged, onManage, onDeleted }: L
     (signal) => api<Page<ContactList>>('GET', `/contact-lists?pageNumber=${pageNumber}&pageSize=${LISTS_PAGE_SIZE}`, { signal }),
     `lists:${pageNumber}:${version}`,
   )
-  const [deleting, setDeleting] = useState<ContactList | null>(null)
   const [deleteError, setDeleteError] = useState<unknown>(null)
-  const [isDeleting, setIsDeleting] = useState(false)
   const [notice, setNotice] = useState<string | null>(null)
 
-  const remove = async () => {
-    if (!deleting) return
-    setIsDeleting(true)
-    setDeleteError(null)
-    try {
-      await api('DELETE', `/contact-lists/${deleting.id}`)
-      setNotice(`List "${deleting.name}" deleted. Its contacts stay.`)
-      onDeleted(deleting.id)
-    } catch (err) {
-      setDeleteError(err)
-    } finally {
-      setDeleting(null)
-      setIsDeleting(false)
-    }
-  }
+  const removal = useConfirmation<ContactList>(async (deleting) => {
+    await api('DELETE', `/contact-lists/${deleting.id}`)
+    setNotice(`List "${deleting.name}" deleted. Its contacts stay.`)
+    onDeleted(deleting.id)
+  }, setDeleteError)
+  const deleting = removal.target
 
   return (
     <section aria-labelledby="lists-heading" className="card stack">
@@ -463,7 +453,7 @@ function ListsSection({ version, managingId, onChanged, onManage, onDeleted }: L
                           <button type="button" aria-pressed={managingId === list.id} onClick={() => onManage(list)}>
                             Members<span className="visually-hidden"> of {list.name}</span>
                           </button>
-                          <button type="button" className="button-danger" onClick={() => setDeleting(list)}>
+                          <button type="button" className="button-danger" onClick={() => removal.ask(list)}>
                             Delete<span className="visually-hidden"> {list.name}</span>
                           </button>
                         </div>
@@ -481,7 +471,7 @@ function ListsSection({ version, managingId, onChanged, onManage, onDeleted }: L
       ) : null}
 
       {deleting ? (
-        <ConfirmDialog title="Delete this list?" confirmLabel="Delete list" isBusy={isDeleting} onConfirm={remove} onCancel={() => setDeleting(null)}>
+        <ConfirmDialog title="Delete this list?" confirmLabel="Delete list" isBusy={removal.isBusy} onConfirm={removal.confirm} onCancel={removal.cancel}>
           <p>
             The list <strong>{deleting.name}</strong> goes, for good. Its {plural(deleting.contactCount, 'contact')} stay in your contacts.
           </p>

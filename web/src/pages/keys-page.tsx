@@ -7,6 +7,7 @@ import { ProblemAlert } from '../components/problem-alert'
 import { formatTime } from '../format'
 import { useApi } from '../session'
 import { useLoad } from '../use-load'
+import { useConfirmation } from '../use-confirmation'
 
 const PERMISSIONS: { value: Permission; label: string; description: string }[] = [
   { value: 'Sms', label: 'Sms', description: 'Send and read SMS and read the account; nothing else.' },
@@ -21,27 +22,15 @@ export function KeysPage() {
   const [pageNumber, setPageNumber] = useState(1)
   const keys = useLoad((signal) => api<Page<ApiKey>>('GET', `/keys?pageNumber=${pageNumber}&pageSize=${PAGE_SIZE}`, { signal }), `keys:${pageNumber}`)
   const [createdKey, setCreatedKey] = useState<{ name: string; rawKey: string } | null>(null)
-  const [revoking, setRevoking] = useState<ApiKey | null>(null)
   const [revokeError, setRevokeError] = useState<unknown>(null)
-  const [isRevoking, setIsRevoking] = useState(false)
   const [notice, setNotice] = useState<string | null>(null)
 
-  const revoke = async () => {
-    if (!revoking) return
-    setIsRevoking(true)
-    setRevokeError(null)
-    try {
-      await api('DELETE', `/keys/${revoking.id}`)
-      setNotice(`Key ${revoking.name ?? revoking.prefix} revoked. Requests with it now answer 401.`)
-      setRevoking(null)
-      keys.reload()
-    } catch (err) {
-      setRevokeError(err)
-      setRevoking(null)
-    } finally {
-      setIsRevoking(false)
-    }
-  }
+  const revocation = useConfirmation<ApiKey>(async (revoking) => {
+    await api('DELETE', `/keys/${revoking.id}`)
+    setNotice(`Key ${revoking.name ?? revoking.prefix} revoked. Requests with it now answer 401.`)
+    keys.reload()
+  }, setRevokeError)
+  const revoking = revocation.target
 
   return (
     <div className="stack-lg">
@@ -99,7 +88,7 @@ export function KeysPage() {
                         <td data-label="Created">{formatTime(key.createdAt)}</td>
                         <td data-label="Last used">{key.lastUsedAt ? formatTime(key.lastUsedAt) : 'Never'}</td>
                         <td data-label="Actions">
-                          <button type="button" className="button-danger" onClick={() => setRevoking(key)}>
+                          <button type="button" className="button-danger" onClick={() => revocation.ask(key)}>
                             Revoke<span className="visually-hidden"> {key.name ?? key.prefix}</span>
                           </button>
                         </td>
@@ -117,7 +106,7 @@ export function KeysPage() {
       </section>
 
       {revoking ? (
-        <ConfirmDialog title="Revoke this key?" confirmLabel="Revoke key" isBusy={isRevoking} onConfirm={revoke} onCancel={() => setRevoking(null)}>
+        <ConfirmDialog title="Revoke this key?" confirmLabel="Revoke key" isBusy={revocation.isBusy} onConfirm={revocation.confirm} onCancel={revocation.cancel}>
           <p>
             <strong>{revoking.name || '(no name)'}</strong> <code>{revoking.prefix}…</code> stops working at once, for good. Anything still using it gets
             401 from the next request.

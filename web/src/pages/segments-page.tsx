@@ -20,6 +20,7 @@ import { useApi } from '../session'
 import { useLoad } from '../use-load'
 import { useSettled } from '../use-settled'
 import { ContactTable } from './contacts-page'
+import { useConfirmation } from '../use-confirmation'
 
 const PAGE_SIZE = 20
 const PREVIEW_SETTLE_MS = 400
@@ -355,8 +356,6 @@ function SegmentList({ version, editingId, onEdit, onDeleted }: SegmentListProps
     (signal) => api<Page<SegmentListItem>>('GET', `/audience/segments?pageNumber=${pageNumber}&pageSize=${PAGE_SIZE}`, { signal }),
     `segments:${pageNumber}:${version}`,
   )
-  const [deleting, setDeleting] = useState<SegmentListItem | null>(null)
-  const [isDeleting, setIsDeleting] = useState(false)
   const [error, setError] = useState<unknown>(null)
   const [openingId, setOpeningId] = useState<string | null>(null)
 
@@ -381,20 +380,11 @@ function SegmentList({ version, editingId, onEdit, onDeleted }: SegmentListProps
     }
   }
 
-  const remove = async () => {
-    if (!deleting) return
-    setIsDeleting(true)
-    setError(null)
-    try {
-      await api('DELETE', `/audience/segments/${deleting.id}`)
-      onDeleted(deleting)
-    } catch (err) {
-      setError(err)
-    } finally {
-      setDeleting(null)
-      setIsDeleting(false)
-    }
-  }
+  const removal = useConfirmation<SegmentListItem>(async (deleting) => {
+    await api('DELETE', `/audience/segments/${deleting.id}`)
+    onDeleted(deleting)
+  }, setError)
+  const deleting = removal.target
 
   return (
     <section aria-labelledby="segments-heading" className="card stack">
@@ -434,7 +424,7 @@ function SegmentList({ version, editingId, onEdit, onDeleted }: SegmentListProps
                           <button type="button" aria-pressed={editingId === segment.id} disabled={openingId === segment.id} onClick={() => void edit(segment)}>
                             Edit<span className="visually-hidden"> {segment.name}</span>
                           </button>
-                          <button type="button" className="button-danger" onClick={() => setDeleting(segment)}>
+                          <button type="button" className="button-danger" onClick={() => removal.ask(segment)}>
                             Delete<span className="visually-hidden"> {segment.name}</span>
                           </button>
                         </div>
@@ -452,7 +442,7 @@ function SegmentList({ version, editingId, onEdit, onDeleted }: SegmentListProps
       ) : null}
 
       {deleting ? (
-        <ConfirmDialog title="Delete this segment?" confirmLabel="Delete segment" isBusy={isDeleting} onConfirm={remove} onCancel={() => setDeleting(null)}>
+        <ConfirmDialog title="Delete this segment?" confirmLabel="Delete segment" isBusy={removal.isBusy} onConfirm={removal.confirm} onCancel={removal.cancel}>
           <p>
             The segment <strong>{deleting.name}</strong> goes, for good. Its contacts stay.
           </p>

@@ -7,6 +7,7 @@ import { ProblemAlert } from '../components/problem-alert'
 import { formatTime } from '../format'
 import { useApi } from '../session'
 import { useLoad } from '../use-load'
+import { useConfirmation } from '../use-confirmation'
 
 const PAGE_SIZE = 10
 const LOG_POLL_MS = 2000
@@ -21,8 +22,6 @@ export function WebhooksPage() {
     `webhooks:${pageNumber}:${version}`,
   )
   const [selectedId, setSelectedId] = useState<string | null>(null)
-  const [deleting, setDeleting] = useState<Webhook | null>(null)
-  const [isDeleting, setIsDeleting] = useState(false)
   const [actionError, setActionError] = useState<unknown>(null)
   const [notice, setNotice] = useState<string | null>(null)
   const selected = webhooks.data?.items.find((w) => w.id === selectedId) ?? null
@@ -39,22 +38,13 @@ export function WebhooksPage() {
     }
   }
 
-  const remove = async () => {
-    if (!deleting) return
-    setIsDeleting(true)
-    setActionError(null)
-    try {
-      await api('DELETE', `/webhooks/${deleting.id}`)
-      setNotice(`Webhook for ${deleting.endpoint} deleted.`)
-      if (selectedId === deleting.id) setSelectedId(null)
-      setVersion((n) => n + 1)
-    } catch (err) {
-      setActionError(err)
-    } finally {
-      setDeleting(null)
-      setIsDeleting(false)
-    }
-  }
+  const removal = useConfirmation<Webhook>(async (deleting) => {
+    await api('DELETE', `/webhooks/${deleting.id}`)
+    setNotice(`Webhook for ${deleting.endpoint} deleted.`)
+    if (selectedId === deleting.id) setSelectedId(null)
+    setVersion((n) => n + 1)
+  }, setActionError)
+  const deleting = removal.target
 
   return (
     <div className="stack-lg">
@@ -114,7 +104,7 @@ export function WebhooksPage() {
                               {webhook.isActive ? 'Turn off' : 'Turn on'}
                               <span className="visually-hidden"> {webhook.eventType} to {webhook.endpoint}</span>
                             </button>
-                            <button type="button" className="button-danger" onClick={() => setDeleting(webhook)}>
+                            <button type="button" className="button-danger" onClick={() => removal.ask(webhook)}>
                               Delete<span className="visually-hidden"> {webhook.eventType} to {webhook.endpoint}</span>
                             </button>
                           </div>
@@ -135,7 +125,7 @@ export function WebhooksPage() {
       {selected ? <WebhookDetails key={selected.id} webhook={selected} onClose={() => setSelectedId(null)} /> : null}
 
       {deleting ? (
-        <ConfirmDialog title="Delete this webhook?" confirmLabel="Delete webhook" isBusy={isDeleting} onConfirm={remove} onCancel={() => setDeleting(null)}>
+        <ConfirmDialog title="Delete this webhook?" confirmLabel="Delete webhook" isBusy={removal.isBusy} onConfirm={removal.confirm} onCancel={removal.cancel}>
           <p>
             <code className="wrap">{deleting.endpoint}</code> gets no more <strong>{deleting.eventType}</strong> events, and its pending retries and delivery log go
             too. This cannot be undone.
