@@ -23,7 +23,8 @@ export async function createFreshDatabase(adminUrl: string, prefix = 'bench'): P
   }
 }
 
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+/** Runs `work` on a connection of its own, closed after. */
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 })
   await client.connect()
   try {

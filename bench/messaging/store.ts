@@ -1,7 +1,7 @@
 import { constants, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import pg from 'pg'
+import { withClient } from '../lib/postgres.js'
 import { PROJECT_DIR, startServer } from '../lib/server.js'
 import { insertContactsPostgres, insertContactsSqlite } from './contacts.js'
 
@@ -101,16 +101,6 @@ export async function prepareSqlite(entry: string, contacts: number, fingerprint
       copyFileSync(file, path, constants.COPYFILE_FICLONE)
       return { databaseUrl: `sqlite:${path}`, path, drop: async () => rmSync(dir, { recursive: true, force: true }) }
     },
-  }
-}
-
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 })
-  await client.connect()
-  try {
-    return await work(client)
-  } finally {
-    await client.end()
   }
 }
 
