@@ -150,6 +150,7 @@ export class Dispatcher {
       )
       await recordHandoffs(
         this.deps.db,
+        this.deps.dialect,
         this.deps.demand,
         this.leases.nodeId,
         handoffs,

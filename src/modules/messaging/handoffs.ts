@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely'
 import { refund } from '../accounts/index.js'
 import { createBulkInsert } from '../../platform/db/bulk.js'
+import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import { Leases } from '../../platform/lease.js'
 import type { EventDemand } from '../../platform/outbox/demand.js'
@@ -56,6 +57,7 @@ const IDS_PER_STATEMENT = 500
  */
 export async function recordHandoffs(
   db: Kysely<DB>,
+  dialect: Dialect,
   demand: EventDemand,
   nodeId: string,
   handoffs: readonly Handoff[],
@@ -67,7 +69,7 @@ export async function recordHandoffs(
   const at = now.toISOString()
   const moves = metrics.tally()
   await db.transaction().execute(async (trx) => {
-    const progress = new ProgressBatch(demand)
+    const progress = new ProgressBatch(demand, dialect)
     const sent = handoffs.filter((h) => h.error === null)
     // The recipient shows the carrier's id of its first part, written as it moves to sent.
     const firstParts = new Map(sent.map((h) => [h.recipient.id, h.accepted.find((p) => p.sequence === 1)?.carrierMessageId ?? null]))

@@ -90,7 +90,7 @@ export class Messaging {
       this.live = simulator('simulator')
     }
     messagingMetrics.watchQueue(store.db, store.readLong, clock)
-    this.receipts = new ReceiptRecorder(store.db, demand, clock, logger.child({ component: 'receipts' }), messagingMetrics, { batchDelayMs: 5 })
+    this.receipts = new ReceiptRecorder(store.db, store.dialect, demand, clock, logger.child({ component: 'receipts' }), messagingMetrics, { batchDelayMs: 5 })
     // A slow carrier gets smaller batches, so a claim is never held long.
     const batchSize = Math.min(options.dispatchBatchSize, Math.max(20, this.live.window * 20))
     this.dispatcher = new Dispatcher(this.deps, { live: this.live, sandbox: this.sandbox }, this.receipts, leases, logger.child({ component: 'dispatcher' }), {

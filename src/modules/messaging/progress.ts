@@ -1,4 +1,5 @@
 import { sql, type Transaction } from 'kysely'
+import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import type { EventDemand } from '../../platform/outbox/demand.js'
 import { emitMany } from '../../platform/outbox/emit.js'
@@ -23,7 +24,10 @@ export class ProgressBatch {
   private readonly events: DomainEvent[] = []
   private readonly wanted = new Map<string, boolean>()
 
-  constructor(private readonly demand: EventDemand) {}
+  constructor(
+    private readonly demand: EventDemand,
+    private readonly dialect: Dialect,
+  ) {}
 
   count(messageId: string, broadcastId: string | null, change: CounterChange): void {
     let entry = this.counters.get(messageId)
@@ -46,22 +50,47 @@ export class ProgressBatch {
 
   /** Writes the counters, the events, and completes broadcasts whose every recipient is final. */
   async write(trx: Transaction<DB>, at: Date): Promise<void> {
-    // In id order: concurrent batches on PostgreSQL lock the same rows in the same order.
-    for (const [messageId, change] of [...this.counters].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      if (change.sent === 0 && change.delivered === 0 && change.failed === 0) continue
-      await trx
-        .updateTable('messages')
-        .set({
-          sent_count: sql`sent_count + ${change.sent}`,
-          delivered_count: sql`delivered_count + ${change.delivered}`,
-          failed_count: sql`failed_count + ${change.failed}`,
-        })
-        .where('id', '=', messageId)
-        .execute()
-    }
+    const changes = [...this.counters].filter(([, c]) => c.sent !== 0 || c.delivered !== 0 || c.failed !== 0)
+    await addToCounters(trx, this.dialect, changes)
     if (this.broadcastMessages.size > 0) await completeBroadcasts(trx, [...this.broadcastMessages], at)
     await emitMany(trx, this.events)
   }
+}
+
+/**
+ * Moves the counters of many messages in one statement: a receipts batch at 200 sends/s
+ * spans dozens of messages, and a statement each was a fifth of all the statements a send
+ * costs. On PostgreSQL the rows are locked in id order first, in the same statement, so
+ * concurrent batches (dispatch runs several) never lock two messages in opposite orders.
+ */
+async function addToCounters(trx: Transaction<DB>, dialect: Dialect, changes: [string, Required<CounterChange>][]): Promise<void> {
+  if (changes.length === 0) return
+  if (changes.length === 1) {
+    const [messageId, change] = changes[0]!
+    await trx
+      .updateTable('messages')
+      .set({
+        sent_count: sql`sent_count + ${change.sent}`,
+        delivered_count: sql`delivered_count + ${change.delivered}`,
+        failed_count: sql`failed_count + ${change.failed}`,
+      })
+      .where('id', '=', messageId)
+      .execute()
+    return
+  }
+  // Casts in every row: PostgreSQL types a VALUES list of bare parameters as text. VALUES
+  // columns are column1..column4 on both stores (SQLite takes no column aliases).
+  const rows = changes.map(
+    ([id, c]) => sql`(cast(${id} as text), cast(${c.sent} as integer), cast(${c.delivered} as integer), cast(${c.failed} as integer))`,
+  )
+  const values = sql`(values ${sql.join(rows)}) as v`
+  const source = dialect.rowLocks
+    ? sql`(select v.* from messages m join ${values} on m.id = v.column1 order by m.id for update of m) as v`
+    : values
+  await sql`
+    update messages set sent_count = sent_count + v.column2, delivered_count = delivered_count + v.column3, failed_count = failed_count + v.column4
+    from ${source}
+    where messages.id = v.column1`.execute(trx)
 }
 
 /** A broadcast is completed when every recipient of its message is delivered or failed. */

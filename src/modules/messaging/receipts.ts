@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import type { Logger } from 'pino'
 import type { Clock } from '../../platform/clock.js'
+import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import type { EventDemand } from '../../platform/outbox/demand.js'
 import type { Carrier, CarrierReceipt } from './carriers/carrier.js'
@@ -33,6 +34,7 @@ export class ReceiptRecorder {
 
   constructor(
     private readonly db: Kysely<DB>,
+    private readonly dialect: Dialect,
     private readonly demand: EventDemand,
     private readonly clock: Clock,
     private readonly logger: Logger,
@@ -94,14 +96,14 @@ export class ReceiptRecorder {
     const now = this.clock.now()
     const moves = this.metrics.tally()
     await this.db.transaction().execute(async (trx) => {
-      const progress = new ProgressBatch(this.demand)
+      const progress = new ProgressBatch(this.demand, this.dialect)
       const byCarrier = groupBy(batch, (p) => p.carrier)
       for (const [carrier, group] of byCarrier) {
         const parts = await trx
           .selectFrom('carrier_parts as p')
           .innerJoin('message_recipients as r', 'r.id', 'p.recipient_id')
           .innerJoin('messages as m', 'm.id', 'r.message_id')
-          .select(['p.carrier_message_id', 'p.status as part_status', 'r.id as recipient_id', 'r.status', 'r.message_id', 'r.account_id', 'r.phone_number', 'm.kind', 'm.broadcast_id'])
+          .select(['p.carrier_message_id', 'p.status as part_status', 'r.id as recipient_id', 'r.status', 'r.message_id', 'r.account_id', 'r.phone_number', 'm.kind', 'm.broadcast_id', 'm.segments'])
           .where('p.carrier', '=', carrier)
           .where('p.carrier_message_id', 'in', group.map((p) => p.receipt.carrierMessageId))
           .execute()
@@ -145,14 +147,21 @@ export class ReceiptRecorder {
           progress.count(part.message_id, part.broadcast_id, { failed: 1 })
           await progress.event(smsFailed({ messageId: part.message_id, accountId: part.account_id, phoneNumber: part.phone_number }, at, error), part.kind === 'broadcast')
         }
-        const byIncrement = groupBy([...deliveredParts].filter(([id]) => !failedRecipients.has(id)), ([, n]) => n)
-        for (const [increment, entries] of byIncrement) {
+        // Grouped by how many parts arrive and how many the message has, so each statement
+        // compares with constants instead of looking the message up for every row.
+        const byIncrement = groupBy(
+          [...deliveredParts].filter(([id]) => !failedRecipients.has(id)),
+          ([id, n]) => `${n}/${Number(partByRecipient.get(id)!.segments)}`,
+        )
+        for (const entries of byIncrement.values()) {
+          const increment = entries[0]![1]
+          const segments = Number(partByRecipient.get(entries[0]![0])!.segments)
           const delivered = await trx
             .updateTable('message_recipients')
             .set({
               parts_delivered: sql`parts_delivered + ${increment}`,
-              status: sql`case when parts_delivered + ${increment} >= (select m.segments from messages m where m.id = message_recipients.message_id) then 'delivered' else status end`,
-              delivered_at: sql`case when parts_delivered + ${increment} >= (select m.segments from messages m where m.id = message_recipients.message_id) then ${now.toISOString()} else delivered_at end`,
+              status: sql`case when parts_delivered + ${increment} >= ${segments} then 'delivered' else status end`,
+              delivered_at: sql`case when parts_delivered + ${increment} >= ${segments} then ${now.toISOString()} else delivered_at end`,
             })
             .where('id', 'in', entries.map(([id]) => id))
             .where('status', '=', 'sent')
