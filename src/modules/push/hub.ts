@@ -11,9 +11,17 @@ export interface HubOptions {
 }
 
 /**
+ * Streams pinged in one turn of the event loop. Pinging is a write per stream: thousands
+ * in one go would hold up every publish behind them for as long, so the hub pings in
+ * slices of this many, with a turn of the event loop between them.
+ */
+const PING_SLICE = 100
+
+/**
  * This node's push streams, by account and channel: the broker hands it events to fan
  * out. One interval for all streams pings them and ends those whose token expired, so a
- * stream costs no timer of its own.
+ * stream costs no timer of its own. Pings are spread over the ping interval: each tick
+ * pings its share of the streams, where the last tick left off.
  */
 export class Hub implements LocalFanout, StreamOwner {
   /** account -> channel -> streams subscribed to it. */
@@ -21,7 +29,13 @@ export class Hub implements LocalFanout, StreamOwner {
   /** Token expiry (epoch second) -> streams ending then. Every open stream is in exactly one. */
   private readonly expiring = new Map<number, Set<PushStream>>()
   private timer: NodeJS.Timeout | undefined
-  private ticksSincePing = 0
+  /** Where pinging left off: every open stream, one after another, then from the start again. */
+  private pingCursor: Iterator<PushStream> | undefined
+  /** Pings owed by the ticks so far and not yet written. */
+  private pingsDue = 0
+  private pingSliceScheduled = false
+  /** Set by each tick until its first ping: a new round of pings starts only then. */
+  private roundMayStart = false
   private readonly tickMs: number
   private readonly ticksPerPing: number
   private readonly metrics: PushMetrics
@@ -48,6 +62,8 @@ export class Hub implements LocalFanout, StreamOwner {
   stop(): void {
     clearInterval(this.timer)
     this.timer = undefined
+    this.pingsDue = 0
+    this.pingCursor = undefined
     this.closeAll()
   }
 
@@ -115,13 +131,44 @@ export class Hub implements LocalFanout, StreamOwner {
   }
 
   private tick(): void {
-    // A token is expired from its exp second on (as jose judges it at open).
+    // A token is expired from its exp second on (as the token check judges it at open).
     const nowS = Math.floor(this.clock.now().getTime() / 1000)
     for (const [expiresAtS, streams] of this.expiring) {
       if (expiresAtS <= nowS) for (const stream of [...streams]) stream.expire()
     }
-    if (++this.ticksSincePing < this.ticksPerPing) return
-    this.ticksSincePing = 0
-    for (const streams of this.expiring.values()) for (const stream of streams) stream.ping()
+    // Each stream once per ping interval: a share of them at each of its ticks.
+    const size = this.size
+    this.pingsDue = Math.min(size, this.pingsDue + Math.ceil(size / this.ticksPerPing))
+    this.roundMayStart = true
+    this.pingSlice()
+  }
+
+  private readonly pingSlice = (): void => {
+    this.pingSliceScheduled = false
+    for (let n = 0; n < PING_SLICE && this.pingsDue > 0; n++) {
+      let next = this.pingCursor?.next()
+      if (next === undefined || next.done === true) {
+        // A round is over. The next one starts with a tick's share, not within one: a share
+        // counted before some streams closed would otherwise ping others twice.
+        this.pingCursor = this.roundMayStart ? this.openStreams() : undefined
+        next = this.pingCursor?.next()
+        if (next === undefined || next.done === true) {
+          this.pingsDue = 0
+          break
+        }
+      }
+      this.roundMayStart = false
+      this.pingsDue--
+      next.value.ping()
+    }
+    if (this.pingsDue > 0 && !this.pingSliceScheduled) {
+      this.pingSliceScheduled = true
+      setImmediate(this.pingSlice)
+    }
+  }
+
+  /** Every open stream; a stream that closes meanwhile is skipped, one that opens is reached. */
+  private *openStreams(): Generator<PushStream, void, undefined> {
+    for (const streams of this.expiring.values()) yield* streams
   }
 }

@@ -99,6 +99,26 @@ describe('replay after Last-Event-ID', () => {
     }
   })
 
+  it('streams publishes sent all at once each once, in id order, and replays them in that same order', async () => {
+    const total = 40
+    const token = await issuePushToken(server, account.key, ['burst-1', 'burst-2'])
+    const live = await open(token)
+    await live.waitForConnected()
+    const answers = await Promise.all(Array.from({ length: total }, (_, n) => publishPush(server, account.key, n % 2 ? 'burst-1' : 'burst-2', 'tick', { n })))
+    // Each was answered after it went out to the open stream.
+    expect(answers.every((answer) => answer.delivered === 1)).toBe(true)
+    await live.waitForEvents(total)
+    const ids = live.events.map((e) => Number(e.id))
+    expect(new Set(ids).size).toBe(total)
+    expect(ids).toEqual([...ids].sort((x, y) => x - y))
+    expect(live.events.map((e) => JSON.parse(e.data).n).sort((x, y) => x - y)).toEqual(Array.from({ length: total }, (_, n) => n))
+
+    const again = await open(token, { header: live.events[0]!.id })
+    expect(await recoveredOf(again)).toBe(true)
+    await again.waitForEvents(total - 1)
+    expect(again.events).toEqual(live.events.slice(1))
+  })
+
   it('loses and repeats nothing while publishes race reconnects', async () => {
     const total = 150
     const token = await issuePushToken(server, account.key, ['race-1', 'race-2'])

@@ -118,6 +118,33 @@ describe('push token safety', () => {
     await expectStream401(`${payload}.${createHmac('sha256', TEST_JWT_SECRET).update(payload).digest('base64url')}`)
   })
 
+  it('refuses a header it does not understand, a token not yet valid, claims of the wrong type and a truncated token', async () => {
+    const pushKey = deriveKey(TEST_JWT_SECRET, 'push-token')
+    const signed = (header: Record<string, unknown>, claims: Record<string, unknown>) => {
+      const input = `${base64url(header)}.${base64url(claims)}`
+      return `${input}.${createHmac('sha256', pushKey).update(input).digest('base64url')}`
+    }
+    const now = Math.floor(clock.now().getTime() / 1000)
+    // The control: built by hand the same way, it opens a stream.
+    const control = await stream(signed({ alg: 'HS256', typ: 'JWT' }, pushClaims()))
+    expect(control.status).toBe(200)
+    await control.waitForConnected()
+    await expectStream401(signed({ alg: 'HS256', typ: 'JWT', crit: ['exp'], exp: now + 600 }, pushClaims()))
+    await expectStream401(signed({ alg: 'HS256', b64: false, crit: ['b64'] }, pushClaims()))
+    await expectStream401(signed({ alg: 'HS256', typ: 'JWT' }, pushClaims({ nbf: now + 60 })))
+    await expectStream401(signed({ alg: 'HS256', typ: 'JWT' }, pushClaims({ exp: String(now + 600) })))
+    await expectStream401(signed({ alg: 'HS256', typ: 'JWT' }, pushClaims({ iat: 'yesterday' })))
+    await expectStream401(signed({ alg: 'HS256', typ: 'JWT' }, pushClaims({ iss: 'someone-else' })))
+    await expectStream401(signed({ alg: 'HS256', typ: 'JWT' }, pushClaims({ ch: [] })))
+    await expectStream401(signed({ alg: 'HS256', typ: 'JWT' }, pushClaims({ exp: now })))
+    const { exp: _exp, ...withoutExp } = pushClaims()
+    await expectStream401(signed({ alg: 'HS256', typ: 'JWT' }, withoutExp))
+    const genuine = await issuePushToken(server, account.key, ['mine'])
+    const [header, payload] = genuine.split('.')
+    await expectStream401(`${header}.${payload}`)
+    await expectStream401(`${genuine}.`)
+  })
+
   it('ends the stream when the token expires, and then answers its reconnect with 401', async () => {
     const token = await issuePushToken(server, account.key, ['expiring'], { ttlSeconds: 60 })
     const reader = await stream(token)

@@ -4,8 +4,9 @@ import type { Clock } from '../../platform/clock.js'
 import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import type { LocalFanout, PublishResult, PushBroker, PushEvent, ReplayResult } from './broker.js'
-import { findLastIssuedId, findTrimmedThrough, insertEvent, listEventsAfter, type HistoryRow } from './history-queries.js'
+import { findLastIssuedId, findTrimmedThrough, insertEvents, listEventsAfter, type HistoryRow } from './history-queries.js'
 import { HistoryTrimmer, type HistoryTrimmerOptions } from './history-trimmer.js'
+import { HistoryWriter } from './history-writer.js'
 
 export type StorePushBrokerOptions = HistoryTrimmerOptions
 
@@ -21,17 +22,23 @@ const toEvent = (row: HistoryRow): PushEvent => ({ id: String(row.id), channel: 
  */
 export class StorePushBroker implements PushBroker {
   private local: LocalFanout | undefined
-  /** Per account, the end of its chain of publishes. */
-  private readonly publishing = new Map<string, Promise<unknown>>()
   private readonly trimmer: HistoryTrimmer
+  private readonly writer: HistoryWriter<PublishResult>
 
   constructor(
     private readonly store: { db: Kysely<DB>; dialect: Dialect },
-    private readonly clock: Clock,
+    clock: Clock,
     logger: Logger,
     options: StorePushBrokerOptions,
   ) {
     this.trimmer = new HistoryTrimmer(store.db, clock, logger, options)
+    // Each event is fanned out once stored, in id order, before its publish is answered.
+    this.writer = new HistoryWriter((events) => insertEvents(store.db, events), clock, ({ accountId, channel, event, data }, storedId) => {
+      const id = String(storedId)
+      this.trimmer.noteGrowth(accountId, channel)
+      const delivered = this.local ? this.local.deliver(accountId, { id, channel, event, data }) : 0
+      return { id, delivered }
+    })
   }
 
   async start(local: LocalFanout): Promise<void> {
@@ -40,20 +47,15 @@ export class StorePushBroker implements PushBroker {
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.publishing.values())
+    await this.writer.flushed()
     await this.trimmer.stop()
   }
 
   publish(accountId: string, channel: string, event: string, data: string): Promise<PublishResult> {
-    // One account's publishes run one after another, so ids are handed out, committed and
-    // fanned out in the same order. Were two in flight at once, PostgreSQL could commit the
-    // later id first: a client would see it live, and resuming from it would skip the other.
-    return this.inOrder(accountId, async () => {
-      const id = String(await insertEvent(this.store.db, { accountId, channel, event, data, publishedAt: this.clock.now().toISOString() }))
-      this.trimmer.noteGrowth(accountId, channel)
-      const delivered = this.local ? this.local.deliver(accountId, { id, channel, event, data }) : 0
-      return { id, delivered }
-    })
+    // One write at a time, so ids are handed out, committed and fanned out in the same
+    // order. Were two in flight at once, PostgreSQL could commit the later id first: a
+    // client would see it live, and resuming from it would skip the other.
+    return this.writer.append({ accountId, channel, event, data })
   }
 
   // Fan-out is in this process: a connection counts as soon as the hub holds it.
@@ -79,19 +81,5 @@ export class StorePushBroker implements PushBroker {
   /** Trims the history to its size and age now (tests; it also runs every second). */
   trimHistory(): Promise<void> {
     return this.trimmer.trimNow()
-  }
-
-  private inOrder<T>(accountId: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.publishing.get(accountId) ?? Promise.resolve()
-    const result = previous.then(work)
-    const settled = result.then(
-      () => undefined,
-      () => undefined,
-    )
-    this.publishing.set(accountId, settled)
-    void settled.then(() => {
-      if (this.publishing.get(accountId) === settled) this.publishing.delete(accountId)
-    })
-    return result
   }
 }

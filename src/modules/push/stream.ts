@@ -53,6 +53,9 @@ export function chunkOf(frame: Buffer): Buffer {
   return chunk
 }
 
+/** The ping, framed once for every stream. */
+const PING_CHUNK = chunkOf(PING_FRAME)
+
 export function encodeConnected(channels: readonly string[], recovered: boolean): Buffer {
   // No id: line, so the client's last event id stays that of the last event it saw.
   return Buffer.from(`event: connected\ndata: ${JSON.stringify({ channels, recovered })}\n\n`)
@@ -105,16 +108,7 @@ export class PushStream {
   send(event: PushEvent, frame: Buffer, chunk: Buffer): void {
     if (this.isClosed) return
     if (this.pending === null) {
-      const socket = this.raw.socket
-      // Live, with the head and every earlier write handed to the socket (the response's
-      // writableLength counts the socket's queue plus its own): the chunk can go straight
-      // there. Otherwise (HTTP/1.0, or something still queued in the response) as usual.
-      if (socket !== null && this.raw.chunkedEncoding === true && this.raw.headersSent && this.raw.writableLength === socket.writableLength && !socket.destroyed) {
-        socket.write(chunk)
-        if (socket.writableLength > MAX_BUFFERED_BYTES) this.cutSlowConsumer()
-      } else {
-        this.write(frame)
-      }
+      this.writeFramed(frame, chunk)
       return
     }
     this.pending.push(event)
@@ -123,7 +117,7 @@ export class PushStream {
   }
 
   ping(): void {
-    if (!this.isClosed) this.write(PING_FRAME)
+    if (!this.isClosed) this.writeFramed(PING_FRAME, PING_CHUNK)
   }
 
   /**
@@ -176,6 +170,22 @@ export class PushStream {
     this.isClosed = true
     this.pending = null
     this.owner.streamClosed(this)
+  }
+
+  /**
+   * Writes a frame, as the ready-made chunk straight to the socket when it may: with the
+   * head and every earlier write handed to the socket (the response's writableLength
+   * counts the socket's queue plus its own), nothing can be overtaken. Otherwise (HTTP/1.0,
+   * or something still queued in the response) through the response.
+   */
+  private writeFramed(frame: Buffer, chunk: Buffer): void {
+    const socket = this.raw.socket
+    if (socket !== null && this.raw.chunkedEncoding === true && this.raw.headersSent && this.raw.writableLength === socket.writableLength && !socket.destroyed) {
+      socket.write(chunk)
+      if (socket.writableLength > MAX_BUFFERED_BYTES) this.cutSlowConsumer()
+    } else {
+      this.write(frame)
+    }
   }
 
   private write(chunk: Buffer): void {

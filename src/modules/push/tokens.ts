@@ -27,7 +27,9 @@ export interface PushTokenSigner {
 }
 
 export function createPushTokenSigner(secret: string, clock: Clock): PushTokenSigner {
-  const key = deriveKey(secret, 'push-token')
+  // Imported once: given raw bytes, jose imports the key again for every token, and every
+  // stream opens with a check.
+  const key = crypto.subtle.importKey('raw', deriveKey(secret, 'push-token'), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify'])
   return {
     async issue({ accountId, channels, userId, ttlSeconds }) {
       const issuedAt = Math.floor(clock.now().getTime() / 1000)
@@ -39,12 +41,12 @@ export function createPushTokenSigner(secret: string, clock: Clock): PushTokenSi
         .setAudience(AUDIENCE)
         .setIssuedAt(issuedAt)
         .setExpirationTime(issuedAt + ttlSeconds)
-        .sign(key)
+        .sign(await key)
       return { token, expiresAt: new Date((issuedAt + ttlSeconds) * 1000) }
     },
     async verify(token) {
       try {
-        const { payload } = await jwtVerify(token, key, {
+        const { payload } = await jwtVerify(token, await key, {
           algorithms: [ALGORITHM],
           issuer: ISSUER,
           audience: AUDIENCE,

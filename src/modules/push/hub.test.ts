@@ -1,0 +1,86 @@
+import { pino } from 'pino'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { ManualClock } from '../../platform/clock.js'
+import { Hub } from './hub.js'
+import type { PushMetrics } from './metrics.js'
+import type { PushStream } from './stream.js'
+
+const clock = new ManualClock()
+const metrics = { delivered: () => {}, slowConsumerDropped: () => {} } as unknown as PushMetrics
+
+/** What the hub uses of a stream, counting its pings. */
+class FakeStream {
+  readonly accountId = 'acc'
+  readonly channels: string[]
+  readonly expiresAtS = Math.floor(clock.now().getTime() / 1000) + 3600
+  readonly isClosed = false
+  readonly brokerOpened = false
+  pings = 0
+
+  constructor(n: number) {
+    this.channels = [`c${n}`]
+  }
+
+  ping(): void {
+    this.pings++
+  }
+
+  expire(): void {}
+  end(): void {}
+}
+
+const fakeStream = (n: number) => new FakeStream(n) as FakeStream & PushStream
+
+describe('Hub pings', () => {
+  beforeEach(() => {
+    vi.useFakeTimers()
+  })
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  function hubWith(streams: number, pingIntervalMs: number) {
+    const hub = new Hub({ closed: async () => {} }, clock, pino({ level: 'silent' }), { pingIntervalMs, metrics })
+    const all = Array.from({ length: streams }, (_, n) => fakeStream(n))
+    for (const stream of all) hub.add(stream)
+    hub.start()
+    return { hub, all }
+  }
+
+  it('spreads the pings over the interval: each tick pings its share, every stream once per interval', () => {
+    const { hub, all } = hubWith(30, 3000)
+    vi.advanceTimersByTime(1000)
+    expect(all.filter((s) => s.pings === 1)).toHaveLength(10)
+    vi.advanceTimersByTime(2000)
+    expect(all.map((s) => s.pings)).toEqual(all.map(() => 1))
+    vi.advanceTimersByTime(3000)
+    expect(all.map((s) => s.pings)).toEqual(all.map(() => 2))
+    hub.stop()
+  })
+
+  it('pings a large share in slices, with a turn of the event loop between them', () => {
+    const { hub, all } = hubWith(450, 1000)
+    // The interval fires: the first slice only.
+    vi.advanceTimersToNextTimer()
+    expect(all.filter((s) => s.pings === 1)).toHaveLength(100)
+    vi.advanceTimersToNextTimer()
+    expect(all.filter((s) => s.pings === 1)).toHaveLength(200)
+    vi.advanceTimersByTime(500)
+    expect(all.map((s) => s.pings)).toEqual(all.map(() => 1))
+    hub.stop()
+  })
+
+  it('skips streams closed meanwhile and reaches those opened meanwhile', () => {
+    const { hub, all } = hubWith(300, 1000)
+    vi.advanceTimersToNextTimer()
+    const closed = all.slice(250)
+    for (const stream of closed) hub.streamClosed(stream)
+    const opened = Array.from({ length: 20 }, (_, n) => fakeStream(1000 + n))
+    for (const stream of opened) hub.add(stream)
+    vi.advanceTimersByTime(500)
+    expect(all.slice(0, 250).every((s) => s.pings === 1)).toBe(true)
+    expect(closed.every((s) => s.pings === 0)).toBe(true)
+    expect(opened.every((s) => s.pings === 1)).toBe(true)
+    hub.stop()
+  })
+})
