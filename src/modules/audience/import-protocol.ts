@@ -46,10 +46,17 @@ export interface ImportWriterData {
   importId: string
   accountId: string
   listId: string | undefined
+  transactionRows: number
 }
 
-/** To the writer thread: write a batch, stamped with the importer's clock; or close the connection and end. */
-export type WriterRequest = { type: 'write'; batch: ImportBatch; at: string } | { type: 'close' }
+/**
+ * To the writer thread, each stamped with the importer's clock: take a batch; write
+ * every row still held; or close the connection and end.
+ */
+export type WriterRequest = { type: 'write'; batch: ImportBatch; at: string } | { type: 'finish'; at: string } | { type: 'close' }
 
-/** From the writer thread: the batch is committed; or writing it failed (and nothing more will be written). */
+/**
+ * From the writer thread: the batch is taken (held to be written with its window), or
+ * after a finish, every row is committed; or writing failed (and nothing more will be written).
+ */
 export type WriterReply = { type: 'written' } | { type: 'failed'; error: string }

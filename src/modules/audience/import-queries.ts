@@ -1,8 +1,11 @@
-import type { Kysely, Transaction } from 'kysely'
+import { sql, type Kysely, type Transaction } from 'kysely'
 import type { ContactImportsTable, DB } from '../../platform/db/schema.js'
 import { Leases } from '../../platform/lease.js'
 
 type Handle = Kysely<DB> | Transaction<DB>
+
+// Numbers per membership statement: well under both stores' parameter limits.
+const PHONES_PER_QUERY = 1000
 
 export async function insertImport(
   db: Handle,
@@ -41,4 +44,22 @@ export async function failInterruptedImports(trx: Handle, ids: string[], at: str
     .where('status', '=', 'processing')
     .execute()
   await trx.updateTable('contact_imports').set(Leases.released()).where('id', 'in', ids).execute()
+}
+
+/** Adds the account's contacts with these numbers to the list, those not members yet; the numbers in index order keep it to adjacent pages. */
+export async function addMembersByPhone(trx: Transaction<DB>, listId: string, accountId: string, phoneNumbers: readonly string[], at: string): Promise<void> {
+  for (let start = 0; start < phoneNumbers.length; start += PHONES_PER_QUERY) {
+    await trx
+      .insertInto('contact_list_members')
+      .columns(['list_id', 'contact_id', 'added_at'])
+      .expression(
+        trx
+          .selectFrom('contacts')
+          .select([sql<string>`cast(${listId} as text)`.as('list_id'), 'id', sql<string>`cast(${at} as text)`.as('added_at')])
+          .where('account_id', '=', accountId)
+          .where('phone_number', 'in', phoneNumbers.slice(start, start + PHONES_PER_QUERY)),
+      )
+      .onConflict((oc) => oc.columns(['list_id', 'contact_id']).doNothing())
+      .execute()
+  }
 }

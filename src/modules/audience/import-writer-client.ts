@@ -3,14 +3,16 @@ import { bulkWriterTarget, writePace, type BulkWriterTarget, type WritePace } fr
 import { startWorker } from '../../platform/workers.js'
 import type { AudienceDeps } from './deps.js'
 import type { ImportBatch, ImportWriterData, WriterReply, WriterRequest } from './import-protocol.js'
-import { newImportProgress, writeImportBatch, type ImportJob } from './import-writes.js'
+import { importWrites, type ImportJob } from './import-writes.js'
 
 /** Where an import's batches are written. */
 export interface ImportWriter {
   /** The writer's thread, if it has one (stopped with the import's other threads). */
   readonly thread: Worker | undefined
-  /** Resolves once the batch is committed. */
+  /** Resolves once the batch is taken; it is committed with its window, by `finish` at the latest. */
   write(batch: ImportBatch): Promise<void>
+  /** Writes every row still held; resolves once all are committed. */
+  finish(): Promise<void>
   /** Closes the writer's connection; nothing more may be written. */
   close(): Promise<void>
 }
@@ -29,11 +31,11 @@ export class ImportWriterStopped extends Error {
 export function openImportWriter(deps: AudienceDeps, job: ImportJob): ImportWriter {
   const target = bulkWriterTarget(deps.db)
   if (target) return new ImportWriterThread(deps, target, job)
-  const pace = writePace(deps.db)
-  const progress = newImportProgress()
+  const writes = importWrites(deps, writePace(deps.db), job)
   return {
     thread: undefined,
-    write: (batch) => writeImportBatch(deps, pace, job, batch, progress),
+    write: (batch) => writes.add(batch),
+    finish: () => writes.finish(),
     close: async () => {},
   }
 }
@@ -84,11 +86,19 @@ class ImportWriterThread implements ImportWriter {
 
   async write(batch: ImportBatch): Promise<void> {
     await this.pace.room()
-    if (this.error) throw this.error
-    if (this.hasExited) throw new ImportWriterStopped()
+    return this.request({ type: 'write', batch, at: this.deps.clock.now().toISOString() })
+  }
+
+  finish(): Promise<void> {
+    return this.request({ type: 'finish', at: this.deps.clock.now().toISOString() })
+  }
+
+  private request(request: WriterRequest): Promise<void> {
+    if (this.error) return Promise.reject(this.error)
+    if (this.hasExited) return Promise.reject(new ImportWriterStopped())
     return new Promise((resolve, reject) => {
       this.pending = { resolve, reject }
-      this.send({ type: 'write', batch, at: this.deps.clock.now().toISOString() })
+      this.send(request)
     })
   }
 

@@ -1,22 +1,23 @@
 /**
  * Worker thread of the CSV import that writes: on a connection of its own to the store
- * (openBulkWriter), it builds the rows, events and statements of each batch the
- * importer hands it and commits them, so the thread that serves requests does none of
- * that work. On SQLite, better-sqlite3 runs each statement on the calling thread: here
- * that is this one, and requests wait for this connection's write lock only when they
- * write, one short transaction at most. It keeps the process's priority: the import
+ * (openBulkWriter), it gathers the batches the importer hands it into windows and
+ * commits each in phone order (import-writes.ts), with the rows, events and statements
+ * built here, so the thread that serves requests does none of that work. On SQLite,
+ * better-sqlite3 runs each statement on the calling thread: here that is this one, and
+ * requests wait for this connection's write lock only when they write, one short
+ * transaction at most. It keeps the process's priority: the import
  * goes at the pace of this thread, and it should get its share of a busy machine.
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { openBulkWriter } from '../../platform/db/connect.js'
 import type { AudienceDeps } from './deps.js'
 import type { ImportWriterData, WriterReply, WriterRequest } from './import-protocol.js'
-import { newImportProgress, writeImportBatch } from './import-writes.js'
+import { importWrites } from './import-writes.js'
 
-const { target, importId, accountId, listId } = workerData as ImportWriterData
+const { target, importId, accountId, listId, transactionRows } = workerData as ImportWriterData
 const port = parentPort!
 const writer = openBulkWriter(target)
-// Times come from the importer's clock, sent with each batch.
+// Times come from the importer's clock, sent with each request.
 let at = new Date()
 const deps: AudienceDeps = {
   db: writer.db,
@@ -24,8 +25,7 @@ const deps: AudienceDeps = {
   clock: { now: () => at },
   readLong: () => Promise.reject(new Error('the import writer makes no long reads')),
 }
-const pace = writer.pace()
-const progress = newImportProgress()
+const writes = importWrites(deps, writer.pace(), { importId, accountId, listId, transactionRows })
 const post = (reply: WriterReply) => port.postMessage(reply)
 
 let queue = Promise.resolve()
@@ -39,7 +39,8 @@ port.on('message', (message: WriterRequest) => {
     if (failed) return
     try {
       at = new Date(message.at)
-      await writeImportBatch(deps, pace, { importId, accountId, listId }, message.batch, progress)
+      if (message.type === 'write') await writes.add(message.batch)
+      else await writes.finish()
       post({ type: 'written' })
     } catch (err) {
       failed = true

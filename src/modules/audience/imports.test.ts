@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createKey, expectProblem, signUp, type TestAccount } from '../../../test/support/fixtures.js'
 import { startServer, type TestServer } from '../../../test/support/harness.js'
+import { createWebhook } from '../../../test/support/webhook-fixtures.js'
 
 let server: TestServer
 let alice: TestAccount
@@ -91,6 +92,29 @@ describe('POST /v1/contacts/import', () => {
   it('refuses an upload over the limit with 413', async () => {
     const big = 'phone\n' + '+14155550231\n'.repeat(1_000_000)
     expectProblem(await importCsv(big), 413, 'payload-too-large')
+  })
+
+  it('writes one ContactCreated per created contact while an active webhook takes them, and none without one', async () => {
+    const bob = await signUp(server)
+    const bobKey = await createKey(server, bob)
+    const numbers = (from: number, count: number) => Array.from({ length: count }, (_, i) => `+1212556${String(from + i).padStart(4, '0')}`)
+    const events = async () =>
+      (await server.app.platform.store.db.selectFrom('outbox').select('payload').where('account_id', '=', bob.accountId).where('type', '=', 'ContactCreated').execute()).map(
+        (row) => JSON.parse(row.payload) as { contactId: string; phoneNumber: string },
+      )
+
+    const unwatched = await importCsv(['phone', ...numbers(0, 3000)].join('\n'), '', bobKey)
+    expect(await finished(unwatched.body.importId, bobKey)).toMatchObject({ status: 'completed', created: 3000 })
+    expect(await events()).toEqual([])
+
+    await createWebhook(server, bobKey, 'https://127.0.0.1:1/contacts', 'ContactCreated')
+    // 1,000 known numbers, 2,000 new ones, and a repeat of a new one.
+    const watched = await importCsv(['phone', ...numbers(2000, 3000), '+12125564999'].join('\n'), '', bobKey)
+    expect(await finished(watched.body.importId, bobKey)).toMatchObject({ status: 'completed', created: 2000, existing: 1001 })
+    const written = await events()
+    expect(written.map((e) => e.phoneNumber).sort()).toEqual(numbers(3000, 2000))
+    const contact = (await server.get('/v1/contacts?search=%2B12125564999', { token: bobKey })).body.items[0]
+    expect(written.find((e) => e.phoneNumber === '+12125564999')?.contactId).toBe(contact.id)
   })
 
   it("hides other accounts' imports", async () => {

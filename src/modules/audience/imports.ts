@@ -22,7 +22,7 @@ import type { ContactImport } from './schemas.js'
 
 export interface ImportOptions {
   maxBytes: number
-  /** Rows written in one transaction. */
+  /** Rows handed to the writer at a time, and the most it writes in one transaction. */
   batchSize: number
   /** Threads parsing CSV and phone numbers side by side. */
   parserThreads: number
@@ -44,9 +44,10 @@ function startParser(workerData: { path: string; windowRows: number; credits: nu
  * Streams a CSV upload to a temporary file (never holding it in memory), then imports it
  * in the background: worker threads parse, this thread merges their batches in row order
  * and hands them to a writer thread with a connection of its own (import-writer.ts),
- * which commits them in short transactions with their ContactCreated events and the
- * progress, so a crash loses no committed row and importing the same file again only
- * reuses what is there. Requests never wait for the import's work on this thread.
+ * which commits them window by window in phone order, in short transactions with their
+ * ContactCreated events and the progress, so a crash loses no committed row and
+ * importing the same file again only reuses what is there. Requests never wait for the
+ * import's work on this thread.
  */
 export class ContactImporter {
   private readonly workers = new Map<string, Worker[]>()
@@ -134,10 +135,12 @@ export class ContactImporter {
 
   private async run(importId: string, accountId: string, listId: string | undefined, path: string): Promise<void> {
     let outcome: { status: 'completed' | 'failed'; failure: string | null }
-    const writer = openImportWriter(this.deps, { importId, accountId, listId })
+    const writer = openImportWriter(this.deps, { importId, accountId, listId, transactionRows: this.options.batchSize })
     if (writer.thread) this.workers.set(importId, [writer.thread])
     try {
       outcome = await this.parseAndWrite(importId, path, (batch) => writer.write(batch))
+      // A file the parser gave up on keeps the rows before the trouble, as they are.
+      if (outcome.failure !== INTERRUPTED) await writer.finish()
       await writer.close()
       if (outcome.status === 'completed' && (await this.get(accountId, importId)).created > 10_000) {
         // Keep planner statistics current so segment counts pick the right plan.

@@ -22,12 +22,15 @@ export interface NewContact {
 
 type ContactInsertRow = Omit<ContactsTable, 'attributes'> & { attributes: unknown }
 
-const insertContactRows = createBulkInsert<ContactInsertRow>({
+// A number the account holds already is left as it is.
+const NEW_CONTACTS = {
   table: 'contacts',
   columns: ['id', 'account_id', 'phone_number', 'first_name', 'last_name', 'email', 'country', 'opted_out', 'attributes', 'created_at', 'updated_at'],
   conflictColumns: ['account_id', 'phone_number'],
-  returning: ['id', 'phone_number'],
-})
+} as const
+
+const insertContactRows = createBulkInsert<ContactInsertRow>({ ...NEW_CONTACTS, returning: ['id', 'phone_number'] })
+const insertContactRowsCounted = createBulkInsert<ContactInsertRow>(NEW_CONTACTS)
 
 /**
  * Inserts the contacts whose number the account does not hold yet. Returns the id of
@@ -42,24 +45,7 @@ export async function upsertContacts(
 ): Promise<{ idByPhone: Map<string, string>; created: Set<string> }> {
   const idByPhone = new Map<string, string>()
   const created = new Set<string>()
-  const inserted = await insertContactRows<{ id: string; phone_number: string }>(
-    trx,
-    // Built field by field: spreading rows that arrived from the import thread is slow.
-    contacts.map((c) => ({
-      id: c.id,
-      account_id: accountId,
-      phone_number: c.phone_number,
-      first_name: c.first_name,
-      last_name: c.last_name,
-      email: c.email,
-      country: c.country,
-      opted_out: 0,
-      attributes: c.attributes_json ?? dialect.toJson(c.attributes),
-      created_at: at,
-      updated_at: at,
-    })),
-  )
-  for (const row of inserted.rows) {
+  for (const row of await insertNewContacts(trx, dialect, accountId, contacts, at)) {
     idByPhone.set(row.phone_number, row.id)
     created.add(row.phone_number)
   }
@@ -74,6 +60,45 @@ export async function upsertContacts(
     for (const row of existing) idByPhone.set(row.phone_number, row.id)
   }
   return { idByPhone, created }
+}
+
+/** Inserts the contacts whose number the account does not hold yet, in the given order; returns those created. */
+export async function insertNewContacts(
+  trx: Transaction<DB>,
+  dialect: Dialect,
+  accountId: string,
+  contacts: readonly NewContact[],
+  at: string,
+): Promise<{ id: string; phone_number: string }[]> {
+  return (await insertContactRows<{ id: string; phone_number: string }>(trx, contactRows(dialect, accountId, contacts, at))).rows
+}
+
+/** Like insertNewContacts, for a caller that needs only how many were created: no row comes back. */
+export async function insertNewContactsCounted(
+  trx: Transaction<DB>,
+  dialect: Dialect,
+  accountId: string,
+  contacts: readonly NewContact[],
+  at: string,
+): Promise<number> {
+  return (await insertContactRowsCounted(trx, contactRows(dialect, accountId, contacts, at))).insertedCount
+}
+
+function contactRows(dialect: Dialect, accountId: string, contacts: readonly NewContact[], at: string): ContactInsertRow[] {
+  // Built field by field: spreading rows that arrived from the import thread is slow.
+  return contacts.map((c) => ({
+    id: c.id,
+    account_id: accountId,
+    phone_number: c.phone_number,
+    first_name: c.first_name,
+    last_name: c.last_name,
+    email: c.email,
+    country: c.country,
+    opted_out: 0,
+    attributes: c.attributes_json ?? dialect.toJson(c.attributes),
+    created_at: at,
+    updated_at: at,
+  }))
 }
 
 export function findContact(db: Handle, accountId: string, contactId: string) {

@@ -22,6 +22,10 @@ const COLUMNS: Record<string, string> = {
  * case, Unicode-aware, value taken literally; greaterThan/lessThan compare numbers
  * (numeric-looking text counts) or, for createdAt, timestamps, and never match a missing
  * or non-numeric field; contactListId equals/notEquals is list membership.
+ *
+ * A rule that does not match may be null instead of false (a missing field): the
+ * predicate is for WHERE and CASE WHEN, where both mean "not selected", and rules are
+ * only combined with AND and OR, which keep that so.
  */
 export function compileRuleSet(dialect: Dialect, ruleSet: RuleSet): RawBuilder<boolean> {
   if (ruleSet.rules.length === 0) return sql<boolean>`1 = 1`
@@ -37,13 +41,15 @@ function compileRule(dialect: Dialect, rule: Rule): RawBuilder<boolean> {
   const text = textOf(dialect, rule.field)
   switch (rule.operator) {
     case 'equals':
-      return sql<boolean>`(${text} = ${rule.value})`
+      return textEquals(dialect, rule.field, rule.value)
     case 'notEquals':
-      return sql<boolean>`(${text} is null or ${text} <> ${rule.value})`
+      // Null (a missing field) is not true: one mention of the field, where
+      // `is null or <>` reads it twice.
+      return sql<boolean>`(${textEquals(dialect, rule.field, rule.value)} is not true)`
     case 'contains':
-      return sql<boolean>`(${text} is not null and ${dialect.contains(text, rule.value)})`
+      return dialect.contains(text, rule.value)
     case 'startsWith':
-      return sql<boolean>`(${text} is not null and ${dialect.startsWith(text, rule.value)})`
+      return dialect.startsWith(text, rule.value)
     case 'greaterThan':
     case 'lessThan': {
       const op = sql.raw(rule.operator === 'greaterThan' ? '>' : '<')
@@ -65,6 +71,12 @@ function compileRule(dialect: Dialect, rule: Rule): RawBuilder<boolean> {
 function textOf(dialect: Dialect, field: string): RawBuilder<unknown> {
   if (field.startsWith(ATTRIBUTE_PREFIX)) return dialect.jsonMemberText(sql.ref('contacts.attributes'), field.slice(ATTRIBUTE_PREFIX.length))
   return sql.ref(`contacts.${COLUMNS[field]!}`)
+}
+
+/** The field's text equals the value: null when the field is missing. */
+function textEquals(dialect: Dialect, field: string, value: string): RawBuilder<boolean> {
+  if (field.startsWith(ATTRIBUTE_PREFIX)) return dialect.jsonMemberEquals(sql.ref('contacts.attributes'), field.slice(ATTRIBUTE_PREFIX.length), value) as RawBuilder<boolean>
+  return sql<boolean>`(${sql.ref(`contacts.${COLUMNS[field]!}`)} = ${value})`
 }
 
 function numberOf(dialect: Dialect, field: string): RawBuilder<unknown> {

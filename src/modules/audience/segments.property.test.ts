@@ -26,14 +26,17 @@ const POPULATIONS = 2
 
 // --- What contacts are made of -------------------------------------------------------
 
-/** Representative characters: accents, ß/ẞ, Greek (final sigma), dotted/dotless I, Cyrillic, CJK, emoji, combining marks, LIKE metacharacters. */
+/**
+ * Representative characters: accents, ß/ẞ, Greek (final sigma), dotted/dotless I, Cyrillic, CJK, emoji, combining
+ * marks, LIKE metacharacters, and the Kelvin sign, which with İ is all that lower-cases to ASCII from outside it.
+ */
 const ALPHABET = [
   'a', 'B', 'z', 'É', 'é', 'e', '\u0301', 'ß', 'ẞ', 'S', 's', 'Σ', 'σ', 'ς', 'Ω', 'ω', 'İ', 'I', 'i', 'ı', 'Ж', 'ж',
-  '東', '京', '😀', '👍🏽', 'ǅ', 'K', 'Å', '%', '_', '\\', ' ', '-', "'", '.', '0', '1', '9',
+  '東', '京', '😀', '👍🏽', 'ǅ', 'K', 'k', '\u212A', 'Å', '%', '_', '\\', ' ', '-', "'", '.', '0', '1', '9',
 ]
 const NAMES = [
   'Élodie', 'ÉLODIE', 'élodie', 'Elodie', 'straße', 'STRASSE', 'Ωmega', 'ΟΔΟΣ', 'οδος', 'İstanbul', 'istanbul', 'Iris',
-  '東京', '😀 smile', 'Жанна', "O'Brien", '50%', '50% off', 'a_b', 'ab', 'back\\slash', '  padded  ', '123', '007', '-3.5',
+  '東京', '😀 smile', 'Жанна', '\u212Aelvin', 'Kelvin', 'İİ', "O'Brien", '50%', '50% off', 'a_b', 'ab', 'back\\slash', '  padded  ', '123', '007', '-3.5',
 ]
 const ATTRIBUTE_KEYS = ['plan', 'age', 'score', 'note', 'code', 'x_y', 'a-b']
 const TEXT_ATTRIBUTE_VALUES = [

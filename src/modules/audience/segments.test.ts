@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createKey, expectProblem, signUp, type TestAccount } from '../../../test/support/fixtures.js'
 import { startServer, type TestServer } from '../../../test/support/harness.js'
+import { NON_ASCII_LOWERING_TO_ASCII } from '../../platform/db/dialect.js'
 
 let server: TestServer
 let alice: TestAccount
@@ -222,5 +223,63 @@ describe('tenancy and scopes', () => {
     expect((await server.get('/v1/audience/segments', { token: playground })).status).toBe(200)
     expect((await server.get('/v1/audience/segments', { token: alice.session })).status).toBe(200)
     expectProblem(await server.get('/v1/audience/segments'), 401, 'unauthorized')
+  })
+})
+
+describe('case folding and numbers: the fast paths agree with full Unicode lower-casing', () => {
+  let key: string
+  const names = ['\u212AELVIN', 'kelvin', '\u0130stanbul', 'istanbul', 'Ömer', 'OMAR', 'a\\b_c%d']
+  const ids = new Map<string, string>()
+  const audience = async (field: string, operator: string, value: string) => {
+    const response = await server.post('/v1/audience/segments/preview?limit=100', { token: key, body: { rules: rules({ field, operator, value }) } })
+    expect(response.status, response.text).toBe(200)
+    return response.body.sample.map((c: any) => c.firstName ?? c.attributes.n).sort()
+  }
+
+  beforeAll(async () => {
+    key = await createKey(server, await signUp(server))
+    for (const [i, name] of names.entries()) {
+      ids.set(name, (await contact(key, { phoneNumber: `+1415555020${i}`, firstName: name })).id)
+    }
+    const numbers: (string | number)[] = ['40', '007', '-3.5', '', ' 5', '1e5', '1'.repeat(400), 41, 0.5, '9007199254740993']
+    for (const [i, n] of numbers.entries()) await contact(key, { phoneNumber: `+1415555030${i}`, attributes: { n, age: n } })
+  })
+
+  it('only İ and the Kelvin sign lower-case to text holding ASCII besides ASCII itself', () => {
+    // dialect.ts folds ASCII only when the needle holds no letter these lower-case to.
+    const found: Record<string, string> = {}
+    for (let cp = 0x80; cp <= 0x10ffff; cp++) {
+      if (cp >= 0xd800 && cp <= 0xdfff) continue
+      const lower = String.fromCodePoint(cp).toLowerCase()
+      for (const c of lower) if (c.charCodeAt(0) < 0x80) found[c] = String.fromCodePoint(cp)
+    }
+    expect(found).toEqual(NON_ASCII_LOWERING_TO_ASCII)
+  })
+
+  it('folds the Kelvin sign and İ as JavaScript does, whether the needle or the haystack holds them', async () => {
+    expect(await audience('firstName', 'startsWith', 'k')).toEqual(['kelvin', '\u212AELVIN'])
+    expect(await audience('firstName', 'contains', 'ELV')).toEqual(['kelvin', '\u212AELVIN'])
+    expect(await audience('firstName', 'contains', '\u212A')).toEqual(['kelvin', '\u212AELVIN'])
+    // "İ" lower-cases to "i̇" (i and a combining dot), which starts with i but not with "is".
+    expect(await audience('firstName', 'startsWith', 'i')).toEqual(['istanbul', '\u0130stanbul'])
+    expect(await audience('firstName', 'startsWith', 'is')).toEqual(['istanbul'])
+    expect(await audience('firstName', 'contains', 'stan')).toEqual(['istanbul', '\u0130stanbul'])
+    expect(await audience('firstName', 'startsWith', '\u0130')).toEqual(['\u0130stanbul'])
+    expect(await audience('firstName', 'contains', 'öm')).toEqual(['Ömer'])
+    expect(await audience('firstName', 'contains', 'OM')).toEqual(['OMAR'])
+    expect(await audience('firstName', 'contains', '\\b_c%')).toEqual(['a\\b_c%d'])
+    expect(await audience('firstName', 'startsWith', 'a\\B_')).toEqual(['a\\b_c%d'])
+    expect(await audience('firstName', 'startsWith', 'a_')).toEqual([])
+  })
+
+  it('compares digits, decimals and numbers as doubles, and never text that only starts like a number', async () => {
+    const huge = '1'.repeat(400)
+    expect(await audience('attributes.n', 'greaterThan', '39')).toEqual(['40', huge, 41, '9007199254740993'].sort() as any)
+    expect(await audience('attributes.age', 'lessThan', '8')).toEqual(['007', '-3.5', 0.5].sort() as any)
+    expect(await audience('attributes.n', 'greaterThan', '9007199254740992')).toEqual([huge])
+    expect(await audience('attributes.n', 'equals', '41')).toEqual([41])
+    // The named contacts have no n at all, which notEquals always selects.
+    expect(await audience('attributes.n', 'notEquals', '40')).toHaveLength(names.length + 9)
+    expect(await audience('attributes.n', 'equals', '')).toEqual([''])
   })
 })

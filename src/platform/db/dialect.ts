@@ -37,6 +37,11 @@ export interface Dialect {
   fromJson<T>(value: unknown): T
   /** Text of a JSON object member (a number as its JSON text), null when absent. */
   jsonMemberText(column: Expr, key: string): RawBuilder<string | null>
+  /**
+   * Whether a JSON object member's text (as jsonMemberText) equals `value`; null when the
+   * member is absent, so `is not true` is "does not equal".
+   */
+  jsonMemberEquals(column: Expr, key: string, value: string): RawBuilder<boolean | null>
   /** Numeric value of a JSON member that is a number or a numeric-looking string, else null. */
   jsonMemberNumber(column: Expr, key: string): RawBuilder<number | null>
   /** Numeric value of a numeric-looking text (`-12`, `3.5`), else null. */
@@ -64,7 +69,102 @@ function sqliteIsNumericText(text: Expr): RawBuilder<boolean> {
   return sql<boolean>`((${text} glob '[0-9]*' or ${text} glob '-[0-9]*') and ${text} not glob '*[^0-9.-]*' and ${text} not glob '?*-*' and ${text} not glob '*.*.*' and ${text} not glob '*.')`
 }
 
+// Digits only, the common numeric-looking text, in one GLOB.
+const sqliteIsDigits = (text: Expr) => sql<boolean>`(${text} not glob '*[^0-9]*' and ${text} <> '')`
+
+// The number of a text, or null: digits only take one GLOB, anything else the five above.
+function sqliteTextNumber(text: Expr): RawBuilder<number | null> {
+  return sql<number | null>`(case when ${sqliteIsDigits(text)} then cast(${text} as real) when ${sqliteIsNumericText(text)} then cast(${text} as real) end)`
+}
+
+// The JSON text of a member that is a number, true, false or null. SQLite's ->> gives
+// those as a number or null, which never equals text, and any other member as its text
+// (a string unquoted, an object or array as JSON text, as ->); so a value that is none of
+// these texts equals jsonMemberText exactly when it equals ->>.
+const JSON_NON_STRING_TEXT = /^(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?|true|false|null)$/
+
 const sqlitePath = (key: string) => `$."${key}"`
+
+// Case-insensitive matching folds case with full Unicode lower-casing (JavaScript's
+// toLowerCase; ICU's lower() on PostgreSQL), which is slow per row on both stores, while
+// ASCII-only lower-casing (SQLite's lower(), PostgreSQL's lower() under collation "C")
+// is native and cheap. Full lower-casing maps each character on its own (its one context
+// rule, final sigma, concerns Σ only), maps ASCII characters as ASCII lower-casing does,
+// and maps only two non-ASCII characters to text holding ASCII: U+0130 İ to "i̇" and
+// U+212A KELVIN SIGN to "k" (segments.test.ts checks every code point). Hence, for a
+// folded needle n:
+// - n holds non-ASCII: an ASCII haystack never matches, as its lower-casing is ASCII;
+// - n is ASCII: a match in the fully folded haystack is a run of characters from ASCII
+//   characters of the haystack, or from İ or K when n holds i or k; so unless the
+//   haystack holds one of those, ASCII folding finds exactly the same matches.
+/** The non-ASCII characters whose lower case holds each ASCII letter, where any does. */
+export const NON_ASCII_LOWERING_TO_ASCII: Readonly<Record<string, string>> = { i: '\u0130', k: '\u212A' }
+
+const isAscii = (text: string) => /^[\x00-\x7f]*$/.test(text)
+
+/** For an ASCII folded needle: the characters a haystack must not hold for ASCII folding to be exact. */
+function asciiFoldingHazards(folded: string): string[] {
+  return Object.keys(NON_ASCII_LOWERING_TO_ASCII)
+    .filter((letter) => folded.includes(letter))
+    .map((letter) => NON_ASCII_LOWERING_TO_ASCII[letter]!)
+}
+
+type Match = 'contains' | 'startsWith'
+
+/** A LIKE pattern finding `text` literally, with `\` as the escape character. */
+function likePattern(text: string, match: Match): string {
+  const literal = text.replace(/[\\%_]/g, (c) => `\\${c}`)
+  return match === 'contains' ? `%${literal}%` : `${literal}%`
+}
+
+// SQLite has no Unicode lower-casing of its own: connect.ts and sqlite-reader.ts register
+// ulower(), a JavaScript function, costly per row. A haystack is ASCII when its length in
+// characters equals its length in bytes (UTF-8 writes every other character in 2 or more).
+function sqliteFoldedMatch(haystack: Expr, needle: string, match: Match): RawBuilder<boolean> {
+  const folded = needle.toLowerCase()
+  const unicode =
+    match === 'contains' ? sql<boolean>`instr(ulower(${haystack}), ${folded}) > 0` : sql<boolean>`instr(ulower(${haystack}), ${folded}) = 1`
+  if (!isAscii(folded)) return sql<boolean>`(length(${haystack}) <> octet_length(${haystack}) and ${unicode})`
+  // LIKE folds ASCII only, as lower() does, and with the needle's metacharacters escaped
+  // matches it literally, without making a lower-cased copy of each haystack.
+  const ascii = sql<boolean>`(${haystack} like ${likePattern(folded, match)} escape '\\')`
+  const hazards = asciiFoldingHazards(folded)
+  if (hazards.length === 0) return ascii
+  const hazardous = sql.join(hazards.map((c) => sql`instr(${haystack}, ${c}) > 0`), sql` or `)
+  return sql<boolean>`(case when ${hazardous} then ${unicode} else ${ascii} end)`
+}
+
+// An ICU collation makes lower() Unicode-aware whatever the database's own locale is;
+// collation "C" makes it ASCII-only (and native). strpos matches the needle literally.
+function postgresFoldedMatch(haystack: Expr, needle: string, match: Match): RawBuilder<boolean> {
+  const asciiLower = sql`lower(${haystack} collate "C")`
+  const unicodeLower = sql`lower(${haystack} collate "und-x-icu")`
+  const found = (text: Expr, n: Expr | string) =>
+    match === 'contains' ? sql<boolean>`strpos(${text}, ${n}) > 0` : sql<boolean>`strpos(${text}, ${n}) = 1`
+  // A prefix LIKE stops at the first difference, where strpos searches the whole text; and
+  // a haystack whose ASCII folding starts with the prefix starts with its first character
+  // in either case, which two LIKEs find without lower-casing (a copy of) every haystack.
+  const foundAscii = (n: string) => {
+    if (match === 'contains') return found(asciiLower, n)
+    const prefixed = sql<boolean>`(${asciiLower} like ${likePattern(n, match)})`
+    if (n === '') return prefixed
+    const first = [...new Set([n[0]!, n[0]!.toUpperCase()])].map((c) => sql`${haystack} like ${likePattern(c, match)}`)
+    return sql<boolean>`((${sql.join(first, sql` or `)}) and ${prefixed})`
+  }
+  if (!isAscii(needle)) {
+    // The needle is folded by ICU in the query, as the haystack is; for an ASCII haystack
+    // ICU's folding is ASCII folding.
+    const folded = sql`lower(${needle}::text collate "und-x-icu")`
+    return sql<boolean>`(case when octet_length(${haystack}) = char_length(${haystack}) then ${found(asciiLower, sql`(${folded}) collate "C"`)} else ${found(unicodeLower, folded)} end)`
+  }
+  // An ASCII needle folds the same under every lower-casing.
+  const folded = needle.toLowerCase()
+  const ascii = foundAscii(folded)
+  const hazards = asciiFoldingHazards(folded)
+  if (hazards.length === 0) return ascii
+  const hazardous = sql.join(hazards.map((c) => sql`strpos(${haystack}, ${c}) > 0`), sql` or `)
+  return sql<boolean>`(case when ${hazardous} then ${found(unicodeLower, folded)} else ${ascii} end)`
+}
 
 export const sqliteDialect: Dialect = {
   name: 'sqlite',
@@ -76,19 +176,26 @@ export const sqliteDialect: Dialect = {
   toJson: (value) => JSON.stringify(value),
   fromJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,
   // `->>` unquotes strings; `->` keeps a number's JSON text, which is how it was written.
-  jsonMemberText: (column, key) =>
-    sql<string | null>`(case when json_type(${column}, ${sqlitePath(key)}) = 'text' then ${column} ->> ${sqlitePath(key)} else ${column} -> ${sqlitePath(key)} end)`,
   // The member is read once, in a scalar subquery: SQLite evaluates every mention of an
-  // expression again, and the numeric-text tests mention it seven times.
+  // expression again.
+  jsonMemberText: (column, key) => {
+    const v = sql.ref('member_value')
+    return sql<string | null>`(select case typeof(${v}) when 'text' then ${v} else ${column} -> ${sqlitePath(key)} end from (select ${column} ->> ${sqlitePath(key)} as member_value))`
+  },
+  jsonMemberEquals: (column, key, value) =>
+    JSON_NON_STRING_TEXT.test(value)
+      ? sql<boolean | null>`(${sqliteDialect.jsonMemberText(column, key)} = ${value})`
+      : sql<boolean | null>`(${column} ->> ${sqlitePath(key)} = ${value})`,
+  // Read once, as above. The common members, digits as a string or an integer (GLOB reads
+  // a number as its text), are settled by the first test: an integer the API stored was
+  // printed by JavaScript, so it is a double and converts to real exactly.
   jsonMemberNumber: (column, key) => {
     const v = sql.ref('member_value')
-    return sql<number | null>`(select case when typeof(${v}) in ('integer', 'real') then ${v} when typeof(${v}) = 'text' and ${sqliteIsNumericText(v)} then cast(${v} as real) end from (select ${column} ->> ${sqlitePath(key)} as member_value))`
+    return sql<number | null>`(select case when ${sqliteIsDigits(v)} then cast(${v} as real) else (case typeof(${v}) when 'integer' then ${v} when 'real' then ${v} when 'text' then ${sqliteTextNumber(v)} end) end from (select ${column} ->> ${sqlitePath(key)} as member_value))`
   },
-  textNumber: (text) => sql<number | null>`(case when ${sqliteIsNumericText(text)} then cast(${text} as real) end)`,
-  // SQLite's lower() and LIKE fold ASCII only; connect.ts registers ulower(), which uses
-  // JavaScript's full Unicode lower-casing.
-  contains: (haystack, needle) => sql<boolean>`instr(ulower(${haystack}), ${needle.toLowerCase()}) > 0`,
-  startsWith: (haystack, prefix) => sql<boolean>`instr(ulower(${haystack}), ${prefix.toLowerCase()}) = 1`,
+  textNumber: (text) => sqliteTextNumber(text),
+  contains: (haystack, needle) => sqliteFoldedMatch(haystack, needle, 'contains'),
+  startsWith: (haystack, prefix) => sqliteFoldedMatch(haystack, prefix, 'startsWith'),
   analyze: (table) => sql`analyze ${sql.table(table)}`,
   // AUTOINCREMENT keeps the high-water mark in sqlite_sequence, even after the rows are gone.
   lastIssuedId: (table) => sql<number | null>`(select seq from sqlite_sequence where name = ${table})`,
@@ -111,6 +218,14 @@ function pgDouble(text: Expr): RawBuilder<number> {
   return sql<number>`(case when length(${text}) < 300 then (${text})::float8 when ${n} >= ${PG_DOUBLE_OVERFLOW} then 'infinity'::float8 when ${n} <= -${PG_DOUBLE_OVERFLOW} then '-infinity'::float8 when abs(${n}) * ${PG_DOUBLE_UNDERFLOW_SCALE} <= 1 then 0::float8 else ${n}::float8 end)`
 }
 
+// The number of a text, or null. A regular expression per row costs more than the rest of
+// a count, so digits only (the common case) are recognised by ltrim, which removes them
+// all, and converted directly under 300 characters (see pgDouble; '' is no number, and
+// nullif keeps it from the cast). Anything else goes through NUMERIC_TEXT.
+function pgTextNumber(text: Expr): RawBuilder<number | null> {
+  return sql<number | null>`(case when ltrim(${text}, '0123456789') = '' and length(${text}) < 300 then nullif(${text}, '')::float8 when ${text} ~ ${sql.lit(PG_NUMERIC_TEXT)} then ${pgDouble(text)} end)`
+}
+
 export const postgresDialect: Dialect = {
   name: 'postgres',
   outboxVisible: () => sql<boolean>`tx_id < pg_snapshot_xmin(pg_current_snapshot())`,
@@ -121,17 +236,15 @@ export const postgresDialect: Dialect = {
   toJson: (value) => JSON.stringify(value),
   fromJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,
   jsonMemberText: (column, key) => sql<string | null>`(${column} ->> ${key}::text)`,
-  jsonMemberNumber: (column, key) => {
-    const text = sql`(${column} ->> ${key}::text)`
-    return sql<number | null>`(case jsonb_typeof(${column} -> ${key}::text) when 'number' then ${pgDouble(text)} when 'string' then (case when ${text} ~ ${sql.lit(PG_NUMERIC_TEXT)} then ${pgDouble(text)} end) end)`
-  },
-  textNumber: (text) => sql<number | null>`(case when ${text} ~ ${sql.lit(PG_NUMERIC_TEXT)} then ${pgDouble(text)} end)`,
-  // An ICU collation makes lower() Unicode-aware whatever the database's own locale is;
-  // strpos matches the needle literally, so % and _ need no escaping.
-  contains: (haystack, needle) =>
-    sql<boolean>`strpos(lower(${haystack} collate "und-x-icu"), lower(${needle}::text collate "und-x-icu")) > 0`,
-  startsWith: (haystack, prefix) =>
-    sql<boolean>`strpos(lower(${haystack} collate "und-x-icu"), lower(${prefix}::text collate "und-x-icu")) = 1`,
+  jsonMemberEquals: (column, key, value) => sql<boolean | null>`((${column} ->> ${key}::text) = ${value})`,
+  // ->> gives a number member as numeric's text, which is always numeric-looking (numeric
+  // never prints an exponent, and jsonb holds no NaN or infinity), a string member as its
+  // text, and true, false, objects and arrays as text that is not: so the text alone
+  // decides, without asking the member's type.
+  jsonMemberNumber: (column, key) => pgTextNumber(sql`(${column} ->> ${key}::text)`),
+  textNumber: (text) => pgTextNumber(text),
+  contains: (haystack, needle) => postgresFoldedMatch(haystack, needle, 'contains'),
+  startsWith: (haystack, prefix) => postgresFoldedMatch(haystack, prefix, 'startsWith'),
   analyze: (table) => sql`analyze ${sql.table(table)}`,
   // Values handed to transactions still running count too: they may yet commit.
   lastIssuedId: (table) => sql<number | null>`pg_sequence_last_value(pg_get_serial_sequence(${table}, 'id')::regclass)`,
