@@ -42,7 +42,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { fmt, measure, median, problemsOf, table, waitQuiet, type Measurement } from './lib/load.js'
 import { createFreshDatabase, serverVersion, type FreshDatabase } from './lib/postgres.js'
-import { buildCommit, PROJECT_DIR, startServer, type RunningServer, type ServerMode } from './lib/server.js'
+import { buildCommit, PROJECT_DIR, startServer, type RunningServer, type ServerMode, Cleanups } from './lib/server.js'
 
 const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
 
@@ -126,20 +126,11 @@ const options = {
 const log = (message: string) => process.stderr.write(`${message}\n`)
 
 // ------------------------------------------------------------------ store and server
-const cleanups: (() => Promise<void> | void)[] = []
-async function cleanUp(): Promise<void> {
-  for (const step of cleanups.splice(0).reverse()) {
-    try {
-      await step()
-    } catch (err) {
-      log(`cleanup: ${(err as Error).message}`)
-    }
-  }
-}
+const cleanups = new Cleanups(log)
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     log(`\n${signal}: stopping`)
-    void cleanUp().finally(() => process.exit(130))
+    void cleanups.run().finally(() => process.exit(130))
   })
 }
 
@@ -539,6 +530,6 @@ try {
   console.error(`\nbench:auth FAILED: ${(err as Error).message}`)
   exitCode = 1
 } finally {
-  await cleanUp()
+  await cleanups.run()
 }
 process.exit(exitCode)

@@ -23,15 +23,14 @@
  * noise the ratio cannot tell from cost; the server's CPU time per request is reported
  * beside requests/s because it suffers less from that noise.
  */
-import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import { fmt, measure, median, table, waitQuiet, type Measurement } from './lib/load.js'
-import { machineCpuSeconds, processCpuSeconds, PROJECT_DIR, startServer, type RunningServer } from './lib/server.js'
+import { machineCpuSeconds, processCpuSeconds, buildServer, startServer, type RunningServer, Cleanups } from './lib/server.js'
 
 const { values: flags } = parseArgs({
   options: {
@@ -86,11 +85,8 @@ interface Variant {
   playgroundKey: string
 }
 
-const cleanups: (() => Promise<void> | void)[] = []
-async function cleanUp(): Promise<void> {
-  for (const step of cleanups.splice(0).reverse()) await Promise.resolve(step()).catch((err: unknown) => log(`cleanup: ${(err as Error).message}`))
-}
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void cleanUp().finally(() => process.exit(130)))
+const cleanups = new Cleanups(log)
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void cleanups.run().finally(() => process.exit(130)))
 
 async function call(base: string, method: string, path: string, token: string | undefined, body: unknown, expected: number): Promise<unknown> {
   const response = await fetch(base + path, {
@@ -192,18 +188,6 @@ async function run(variant: Variant, endpoint: Endpoint, durationSeconds: number
   }
 }
 
-/**
- * Compiles src/ to .bench/metrics/dist: a directory of its own, so that other benchmarks
- * running from .bench/dist at the same time keep the code they started with.
- */
-function buildServer(): string {
-  const outDir = resolve(PROJECT_DIR, '.bench', 'metrics', 'dist')
-  const tsc = resolve(PROJECT_DIR, 'node_modules', 'typescript', 'bin', 'tsc')
-  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', outDir], { cwd: PROJECT_DIR, stdio: ['ignore', 'inherit', 'inherit'] })
-  if (result.status !== 0) throw new Error(`build failed (tsc exit ${result.status ?? result.signal})`)
-  return resolve(outDir, 'main.js')
-}
-
 const IDLE_S = 15
 const SCRAPES = 20
 
@@ -226,7 +210,7 @@ async function backgroundCost(variants: Variant[]): Promise<{ idleMsPerS: Record
 
 async function main(): Promise<void> {
   log('compiling src/ to .bench/metrics/dist')
-  const entry = buildServer()
+  const entry = buildServer('metrics/dist')
   const variants = [await setUp('disabled', entry), await setUp('enabled', entry)]
   const results: Record<VariantName, Record<Endpoint, Measurement[]>> = {
     disabled: { account: [], send: [] },
@@ -294,5 +278,5 @@ async function main(): Promise<void> {
 try {
   await main()
 } finally {
-  await cleanUp()
+  await cleanups.run()
 }

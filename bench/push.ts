@@ -48,7 +48,7 @@ import { cpus, tmpdir, totalmem } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { createFreshDatabase, serverVersion, type FreshDatabase } from './lib/postgres.js'
-import { freePort, PROJECT_DIR, startServer } from './lib/server.js'
+import { freePort, PROJECT_DIR, startServer, Cleanups } from './lib/server.js'
 
 const SCENARIOS = ['fanout', 'spread', 'idle', 'replay'] as const
 type Scenario = (typeof SCENARIOS)[number]
@@ -125,16 +125,7 @@ for (const tool of ['curl', 'ss']) {
 }
 
 // ------------------------------------------------------------------ cleanup
-const cleanups: (() => Promise<void> | void)[] = []
-async function cleanUp(): Promise<void> {
-  for (const step of cleanups.splice(0).reverse()) {
-    try {
-      await step()
-    } catch (err) {
-      log(`cleanup: ${(err as Error).message}`)
-    }
-  }
-}
+const cleanups = new Cleanups(log)
 let compareChild: { pid: number; exited: Promise<unknown> } | undefined
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
@@ -151,7 +142,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       }
     }
     const waited = child === undefined ? Promise.resolve() : Promise.race([child.exited, new Promise((r) => setTimeout(r, 60_000))])
-    void waited.then(cleanUp).finally(() => process.exit(130))
+    void waited.then(() => cleanups.run()).finally(() => process.exit(130))
   })
 }
 
@@ -493,11 +484,11 @@ async function main(): Promise<number> {
 
 main()
   .then(async (code) => {
-    await cleanUp()
+    await cleanups.run()
     process.exit(code)
   })
   .catch(async (err: unknown) => {
     log(`bench:push failed: ${(err as Error).stack ?? String(err)}`)
-    await cleanUp()
+    await cleanups.run()
     process.exit(1)
   })

@@ -21,11 +21,13 @@ export function freePort(): Promise<number> {
 export type ServerMode = 'dist' | 'tsx'
 
 /**
- * Compiles src/ to .bench/dist (git-ignored), so the benchmark runs compiled code like
- * `npm start` does without touching the project's own dist/.
+ * Compiles src/ to .bench/<folder> (git-ignored; .bench/dist by default), so the benchmark
+ * runs compiled code like `npm start` does without touching the project's own dist/. A
+ * benchmark that may run beside others names a folder of its own, so that builds running
+ * at the same time do not replace each other's code.
  */
-export function buildServer(): string {
-  const outDir = resolve(PROJECT_DIR, '.bench', 'dist')
+export function buildServer(folder = 'dist'): string {
+  const outDir = resolve(PROJECT_DIR, '.bench', folder)
   const tsc = resolve(PROJECT_DIR, 'node_modules', 'typescript', 'bin', 'tsc')
   const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', outDir], {
     cwd: PROJECT_DIR,
@@ -33,6 +35,31 @@ export function buildServer(): string {
   })
   if (result.status !== 0) throw new Error(`build failed (tsc exit ${result.status ?? result.signal})`)
   return resolve(outDir, 'main.js')
+}
+
+/**
+ * Steps that undo what a benchmark set up (servers, databases, temporary folders), run
+ * last-in first-out by run(), also on SIGINT and SIGTERM; a failing step is logged and
+ * the others still run.
+ */
+export class Cleanups {
+  private readonly steps: (() => Promise<unknown> | unknown)[] = []
+
+  constructor(private readonly log: (message: string) => void) {}
+
+  push(step: () => Promise<unknown> | unknown): void {
+    this.steps.push(step)
+  }
+
+  async run(): Promise<void> {
+    for (const step of this.steps.splice(0).reverse()) {
+      try {
+        await step()
+      } catch (err) {
+        this.log(`cleanup: ${(err as Error).message}`)
+      }
+    }
+  }
 }
 
 export interface RunningServer {
