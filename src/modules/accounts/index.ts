@@ -4,4 +4,4 @@ export { accountsRoutes } from './routes.js'
 export { createSessionSigner, type SessionSigner } from './sessions.js'
 export type { AccountsDeps } from './service.js'
 /** Debits and refunds of the credit balance, in the caller's transaction (LowBalance included). */
-export { debit, refund } from './credits.js'
+export { debit, debitWith, refund } from './credits.js'

@@ -1,2 +1,2 @@
 /** Credits belong to accounts; sends and broadcasts debit through its public surface. */
-export { debit, refund } from '../accounts/index.js'
+export { debit, debitWith, refund } from '../accounts/index.js'

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { Kysely, Transaction } from 'kysely'
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely'
 import type { DB } from '../../platform/db/schema.js'
 import { Conflict, ValidationFailed } from '../../platform/problems.js'
 
@@ -61,6 +61,12 @@ export async function complete(trx: Transaction<DB>, accountId: string, key: str
     .where('account_id', '=', accountId)
     .where('key', '=', key)
     .execute()
+}
+
+/** complete() as a write of debitWith's one statement (PostgreSQL): only when the debit took place. */
+export function completeWrite(accountId: string, key: string, replay: Replay): RawBuilder<unknown> {
+  return sql`update idempotency_keys set response_status = ${replay.status}, response_body = ${JSON.stringify(replay.body)}
+    where account_id = ${accountId} and key = ${key} and exists (select from debit)`
 }
 
 /** Frees the key when the first request failed, so that a retry (after a top-up, say) can succeed. */

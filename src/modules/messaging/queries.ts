@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable, type Transaction } from 'kysely'
+import { sql, type Kysely, type RawBuilder, type Selectable, type Transaction } from 'kysely'
 import { createBulkInsert } from '../../platform/db/bulk.js'
 import type { DB, MessageRecipientsTable, MessagesTable, RecipientStatus } from '../../platform/db/schema.js'
 
@@ -11,8 +11,27 @@ export const insertRecipients = createBulkInsert<NewRecipient>({
   columns: ['message_id', 'account_id', 'phone_number', 'status', 'due_at'],
 })
 
-export async function insertMessage(trx: Transaction<DB>, row: Omit<MessagesTable, 'sent_count' | 'delivered_count' | 'failed_count'>): Promise<void> {
+export type NewMessage = Omit<MessagesTable, 'sent_count' | 'delivered_count' | 'failed_count'>
+
+export async function insertMessage(trx: Transaction<DB>, row: NewMessage): Promise<void> {
   await trx.insertInto('messages').values(row).execute()
+}
+
+/**
+ * The message and its queued recipients as writes of debitWith's one statement
+ * (PostgreSQL): each selects from its `debit`, so nothing is written when the balance is
+ * short. Recipients are inserted in the order given, as insertRecipients does.
+ */
+export function paidMessageWrites(row: NewMessage, phoneNumbers: readonly string[], dueAt: string): RawBuilder<unknown>[] {
+  return [
+    sql`insert into messages (id, account_id, kind, broadcast_id, content, sender_id, encoding, segments, sandbox, recipients, credits_used, scheduled_at, created_at)
+      select ${row.id}, ${row.account_id}, ${row.kind}, ${row.broadcast_id}, ${row.content}, ${row.sender_id}, ${row.encoding}, ${row.segments},
+        ${row.sandbox}, ${row.recipients}, ${row.credits_used}, ${row.scheduled_at}, ${row.created_at} from debit`,
+    sql`insert into message_recipients (message_id, account_id, phone_number, status, due_at)
+      select ${row.id}, ${row.account_id}, phone.number, 'queued', ${dueAt}
+      from debit, unnest(${phoneNumbers}::text[]) with ordinality as phone(number, position)
+      order by phone.position`,
+  ]
 }
 
 export function findMessage(db: Handle, accountId: string, messageId: string) {

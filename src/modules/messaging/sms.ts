@@ -4,7 +4,7 @@ import { newId } from '../../platform/ids.js'
 import { parsePhone } from '../../platform/phone.js'
 import { NotFound, ValidationFailed, type FieldError } from '../../platform/problems.js'
 import { price, senderIdError } from './content.js'
-import { debit } from '../accounts/index.js'
+import { debit, debitWith } from './credits.js'
 import type { MessagingDeps } from './deps.js'
 import * as idempotency from './idempotency.js'
 import * as queries from './queries.js'
@@ -27,9 +27,10 @@ export interface SendOutcome {
 
 /**
  * Validates, prices and queues a send: one transaction inserts the message and its
- * recipients and debits segments x recipients, or does none of it (402, 422). Opted-out
- * recipients are skipped and not charged. With an Idempotency-Key, a repeat answers the
- * first response and changes nothing.
+ * recipients and debits segments x recipients, or does none of it (402, 422); on
+ * PostgreSQL a paid send is one statement, so the account's balance row is locked only
+ * while it commits. Opted-out recipients are skipped and not charged. With an
+ * Idempotency-Key, a repeat answers the first response and changes nothing.
  */
 export async function sendSms(deps: MessagingDeps, sender: Sender, body: SendSmsBody, idempotencyKey?: string): Promise<SendOutcome> {
   const recipients = checkRecipients(body.recipients)
@@ -45,47 +46,52 @@ export async function sendSms(deps: MessagingDeps, sender: Sender, body: SendSms
     if (replay) return replay as SendOutcome
   }
   try {
-    const outcome = await deps.db.transaction().execute(async (trx) => {
-      const optedOut = await optedOutAmong(trx, sender.accountId, recipients)
-      const queued = recipients.filter((n) => !optedOut.has(n))
-      const creditsUsed = sender.sandbox ? 0 : queued.length * segments
-      const messageId = newId()
-      await queries.insertMessage(trx, {
-        id: messageId,
-        account_id: sender.accountId,
-        kind: 'api',
-        broadcast_id: null,
-        content: body.content,
-        sender_id: body.senderId,
-        encoding,
-        segments,
-        sandbox: sender.sandbox ? 1 : 0,
+    const optedOut = await optedOutAmong(deps.db, sender.accountId, recipients)
+    const queued = recipients.filter((n) => !optedOut.has(n))
+    const creditsUsed = sender.sandbox ? 0 : queued.length * segments
+    const message: queries.NewMessage = {
+      id: newId(),
+      account_id: sender.accountId,
+      kind: 'api',
+      broadcast_id: null,
+      content: body.content,
+      sender_id: body.senderId,
+      encoding,
+      segments,
+      sandbox: sender.sandbox ? 1 : 0,
+      recipients: queued.length,
+      credits_used: creditsUsed,
+      scheduled_at: body.scheduledAt === undefined ? null : dueAt,
+      created_at: now.toISOString(),
+    }
+    const outcome: SendOutcome = {
+      status: 201,
+      body: {
+        messageId: message.id,
+        status: 'queued',
         recipients: queued.length,
-        credits_used: creditsUsed,
-        scheduled_at: body.scheduledAt === undefined ? null : dueAt,
-        created_at: now.toISOString(),
+        segments,
+        encoding,
+        creditsUsed,
+        sandbox: sender.sandbox,
+        skipped: recipients.filter((n) => optedOut.has(n)).map((phoneNumber) => ({ phoneNumber, reason: 'optedOut' as const })),
+      },
+    }
+    if (creditsUsed > 0 && deps.dialect.writableCtes) {
+      const writes = queries.paidMessageWrites(message, queued, dueAt)
+      if (idempotencyKey !== undefined) writes.push(idempotency.completeWrite(sender.accountId, idempotencyKey, outcome))
+      await debitWith(deps.db, sender.accountId, creditsUsed, now, writes)
+    } else {
+      await deps.db.transaction().execute(async (trx) => {
+        await queries.insertMessage(trx, message)
+        await queries.insertRecipients(
+          trx,
+          queued.map((phone_number) => ({ message_id: message.id, account_id: sender.accountId, phone_number, status: 'queued' as const, due_at: dueAt })),
+        )
+        await debit(trx, sender.accountId, creditsUsed, now)
+        if (idempotencyKey !== undefined) await idempotency.complete(trx, sender.accountId, idempotencyKey, outcome)
       })
-      await queries.insertRecipients(
-        trx,
-        queued.map((phone_number) => ({ message_id: messageId, account_id: sender.accountId, phone_number, status: 'queued' as const, due_at: dueAt })),
-      )
-      await debit(trx, sender.accountId, creditsUsed, now)
-      const result: SendOutcome = {
-        status: 201,
-        body: {
-          messageId,
-          status: 'queued',
-          recipients: queued.length,
-          segments,
-          encoding,
-          creditsUsed,
-          sandbox: sender.sandbox,
-          skipped: recipients.filter((n) => optedOut.has(n)).map((phoneNumber) => ({ phoneNumber, reason: 'optedOut' as const })),
-        },
-      }
-      if (idempotencyKey !== undefined) await idempotency.complete(trx, sender.accountId, idempotencyKey, result)
-      return result
-    })
+    }
     deps.queued()
     deps.metrics.recipientsQueued('api', outcome.body.recipients)
     return outcome

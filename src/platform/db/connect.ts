@@ -13,6 +13,7 @@ import pg from 'pg'
 import type { DatabaseConfig } from '../config.js'
 import { BlockingStorePace, connectedStorePace, registerBulkWrites, type BulkWriterTarget, type WritePace } from './bulk-writes.js'
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.js'
+import { statementName } from './prepared.js'
 import type { DB } from './schema.js'
 import { NonBlockingSqliteDialect, type DriverDatabase } from './sqlite-driver.js'
 import { SqliteMaintenance, type MaintenanceOptions } from './sqlite-maintenance-client.js'
@@ -237,7 +238,7 @@ function openPostgres(url: string, schema: string | undefined): Store {
     const started = performance.now()
     const client = await connect()
     waits.record((performance.now() - started) / 1000)
-    return client
+    return namingPreparedStatements(client)
   }) as typeof pool.connect
   const db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool }) })
   registerBulkWrites(db, {
@@ -257,6 +258,27 @@ function openPostgres(url: string, schema: string | undefined): Store {
     waits,
     close: () => db.destroy(),
   }
+}
+
+const NAMING = Symbol('namingPreparedStatements')
+
+/**
+ * Runs the SQL of prepared queries (prepared.ts) as named statements: the connection
+ * parses and plans each once, where an unnamed statement is parsed and planned on every
+ * execution (for the account read of GET /v1/account, twice the CPU of running it).
+ * Kysely passes (text, values), which pg runs unnamed; a known text gets its name here.
+ */
+function namingPreparedStatements(client: pg.PoolClient): pg.PoolClient {
+  const tagged = client as pg.PoolClient & { [NAMING]?: true }
+  if (tagged[NAMING]) return client
+  tagged[NAMING] = true
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown
+  client.query = ((...args: unknown[]) => {
+    const [text, values] = args
+    const name = typeof text === 'string' && Array.isArray(values) ? statementName(text) : undefined
+    return name === undefined ? query(...args) : query({ name, text, values })
+  }) as typeof client.query
+  return client
 }
 
 /**

@@ -27,6 +27,11 @@ export interface Dialect {
   /** Whether SELECT ... FOR UPDATE [SKIP LOCKED] exists; without it the store has one writer anyway. */
   readonly rowLocks: boolean
   /**
+   * Whether WITH may hold INSERT, UPDATE and DELETE, so that one statement writes several
+   * tables: in autocommit it holds its row locks only while it runs and commits.
+   */
+  readonly writableCtes: boolean
+  /**
    * Tail of a SELECT that claims rows several nodes may race for: PostgreSQL locks them and
    * passes over rows another transaction holds; SQLite has one writer, so nothing is needed.
    */
@@ -172,6 +177,7 @@ export const sqliteDialect: Dialect = {
   outboxAfter: (_txId, id) => sql<boolean>`id > ${id}`,
   outboxOrder: ['id'],
   rowLocks: false,
+  writableCtes: false,
   forUpdateSkipLocked: () => sql``,
   toJson: (value) => JSON.stringify(value),
   fromJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,
@@ -232,6 +238,7 @@ export const postgresDialect: Dialect = {
   outboxAfter: (txId, id) => sql<boolean>`(tx_id, id) > (${txId}::xid8, ${id})`,
   outboxOrder: ['tx_id', 'id'],
   rowLocks: true,
+  writableCtes: true,
   forUpdateSkipLocked: () => sql`for update skip locked`,
   toJson: (value) => JSON.stringify(value),
   fromJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,

@@ -8,7 +8,8 @@ export type PreparedQuery<P extends unknown[], O> = (db: Kysely<DB>, ...values: 
  * Prepares a query for the hot path of a request. `build` is called once per handle with
  * placeholders for the values; later calls substitute the values into the compiled
  * parameters. Building and compiling a Kysely query tree costs more than running a short
- * statement on SQLite: this takes both off every request. `build` must use each value as
+ * statement on SQLite: this takes both off every request. Its SQL is also registered as a
+ * named statement (statementName), which PostgreSQL connections parse and plan once. `build` must use each value as
  * a bound parameter only (in a comparison, not in sql.raw or a table name), and must not
  * branch on it.
  */
@@ -26,6 +27,7 @@ export function prepareQuery<P extends unknown[], O>(
       const used = new Set(slots.filter((slot) => slot !== undefined))
       if (used.size !== arity) throw new Error(`prepareQuery: ${arity - used.size} of ${arity} values do not reach the SQL as parameters`)
       prepared = { query, slots }
+      nameStatement(query.sql)
       compiled.set(db, prepared)
     }
     const { query, slots } = prepared
@@ -35,3 +37,22 @@ export function prepareQuery<P extends unknown[], O>(
 }
 
 class Placeholder {}
+
+/*
+ * SQL texts of prepared queries and the name each goes by on a PostgreSQL connection.
+ * Only these few texts are named: every connection keeps each named statement it has
+ * seen for its whole life, so naming every text would grow without bound.
+ */
+const statementNames = new Map<string, string>()
+
+function nameStatement(text: string): void {
+  if (!statementNames.has(text)) statementNames.set(text, `prepared_${statementNames.size + 1}`)
+}
+
+/**
+ * The name under which a connection prepares `text` once and then only binds and runs it
+ * (PostgreSQL's extended protocol): undefined for a text that no prepared query has.
+ */
+export function statementName(text: string): string | undefined {
+  return statementNames.get(text)
+}

@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely'
+import { sql, type RawBuilder, type Transaction } from 'kysely'
 import { v7 as uuidv7 } from 'uuid'
 import { createBulkInsert } from '../db/bulk.js'
 import type { DB, OutboxTable } from '../db/schema.js'
@@ -37,6 +37,24 @@ export async function emitMany(trx: Transaction<DB>, events: readonly DomainEven
   return rows.map((row) => row.event_id)
 }
 
+/**
+ * For a statement that writes several tables at once (PostgreSQL's writable WITH): an
+ * INSERT … SELECT that records one event for each row of `source` (a CTE of that
+ * statement expected to yield at most one row) whose data is computed in SQL as JSON
+ * text. It is committed with the rest of the statement; call announceEmitted() once the
+ * statement wrote it.
+ */
+export function emitFromRow(
+  event: { type: DomainEvent['type']; accountId: string; occurredAt: Date },
+  data: RawBuilder<string>,
+  source: RawBuilder<unknown>,
+): RawBuilder<unknown> {
+  const occurredAt = event.occurredAt.toISOString()
+  return sql`insert into outbox (event_id, account_id, type, payload, occurred_at)
+    select ${uuidv7()}, ${event.accountId}, ${event.type}, ${data}, ${occurredAt} from ${source}
+    returning event_id`
+}
+
 /*
  * Relays in this process hear that events were written, so they look at once rather than
  * at their next poll. The transaction commits after emit returns, so they are told twice,
@@ -53,7 +71,8 @@ export function onEmitted(listener: () => void): () => void {
   return () => listeners.delete(listener)
 }
 
-function announceEmitted(): void {
+/** Tells this process's relays that events were written (emit and emitMany do it themselves). */
+export function announceEmitted(): void {
   if (announcing || listeners.size === 0) return
   announcing = true
   for (const [i, delayMs] of ANNOUNCE_AFTER_MS.entries()) {
