@@ -20,7 +20,7 @@ import { postgresDialect, sqliteDialect } from '../../src/platform/db/dialect.js
 import { countAudience } from '../../src/modules/audience/queries.js'
 import { compileRuleSet } from '../../src/modules/audience/segment-sql.js'
 import { benchSegments } from './segments.js'
-import { openFloor } from './floor.js'
+import { openFloor, timeCastOnly } from './floor.js'
 import { generateContactsCsv, phoneNumber } from './generate.js'
 import { withClient } from '../lib/postgres.js'
 import { PROJECT_DIR, buildServer, startServer } from '../lib/server.js'
@@ -164,7 +164,9 @@ async function time(): Promise<void> {
       floorMs.push(performance.now() - t)
     }
     const check = platformCount === floorCount ? '' : ` COUNT MISMATCH (floor ${floorCount})`
-    console.log(`| ${name} | ${platformCount} | ${median(platformMs).toFixed(0)} ms | ${median(floorMs).toFixed(0)} ms | ${(median(platformMs) / median(floorMs)).toFixed(2)} |${check}`)
+    const castMs = await timeCastOnly(floor, name, meta.accountId, runs)
+    const cast = castMs === undefined ? '' : ` bare cast (not a correct query) ${castMs.toFixed(0)} ms, platform ÷ it ${(median(platformMs) / castMs).toFixed(2)}`
+    console.log(`| ${name} | ${platformCount} | ${median(platformMs).toFixed(0)} ms | ${median(floorMs).toFixed(0)} ms | ${(median(platformMs) / median(floorMs)).toFixed(2)} |${check}${cast}`)
   }
   console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`)
   await floor.close()

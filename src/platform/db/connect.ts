@@ -276,9 +276,20 @@ function namingPreparedStatements(client: pg.PoolClient): pg.PoolClient {
   client.query = ((...args: unknown[]) => {
     const [text, values] = args
     const name = typeof text === 'string' && Array.isArray(values) ? statementName(text) : undefined
-    return name === undefined ? query(...args) : query({ name, text, values })
+    return name === undefined ? query(...args) : namedQuery(query, name, text as string, values as unknown[])
   }) as typeof client.query
   return client
+}
+
+// pg copies a query given as an object property by property, which costs more than the
+// rest of building it; given text and values it does not, and the name can be set after.
+function namedQuery(query: (submittable: pg.Submittable) => unknown, name: string, text: string, values: unknown[]): Promise<pg.QueryResult> {
+  return new Promise((resolve, reject) => {
+    const named = new pg.Query(text, values) as pg.Query & { name?: string; callback?: (err: Error | null, result: pg.QueryResult) => void }
+    named.name = name
+    named.callback = (err, result) => (err ? reject(err) : resolve(result))
+    query(named)
+  })
 }
 
 /**
