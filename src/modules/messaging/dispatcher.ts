@@ -33,6 +33,14 @@ export interface Carriers {
 }
 
 const MESSAGES_CACHED = 1000
+/**
+ * Claimed recipients leave the queue's index on PostgreSQL only at VACUUM: until then each
+ * claim walks the entries of every recipient handed over before it (a broadcast of a
+ * million makes that quadratic). The dispatcher reclaims them when the queue drains after
+ * this many hand-offs, and during a long run after RECLAIM_DURING_RUN.
+ */
+const RECLAIM_AFTER_DRAIN = 10_000
+const RECLAIM_DURING_RUN = 200_000
 
 /**
  * Hands queued recipients to the carrier at the carrier's pace and survives restarts.
@@ -48,6 +56,8 @@ export class Dispatcher {
   private waking: NodeJS.Timeout | undefined
   private readonly messages = new Map<string, MessageInfo>()
   private readonly slots = new Map<Carrier, Semaphore>()
+  private claimedSinceReclaim = 0
+  private reclaiming: Promise<void> | undefined
 
   constructor(
     private readonly deps: MessagingDeps & { demand: EventDemand },
@@ -88,6 +98,7 @@ export class Dispatcher {
     this.waking = undefined
     this.wakeAll()
     await Promise.all(this.loops)
+    await this.reclaiming
   }
 
   private wakeAll(): void {
@@ -98,6 +109,8 @@ export class Dispatcher {
     while (this.running) {
       try {
         const claimed = await this.claim()
+        this.claimedSinceReclaim += claimed.length
+        if (this.claimedSinceReclaim >= (claimed.length === 0 ? RECLAIM_AFTER_DRAIN : RECLAIM_DURING_RUN)) this.reclaimQueue()
         if (claimed.length === 0) await this.idle()
         else await this.dispatch(claimed)
         // SQLite answers synchronously and the simulator at once: without a turn of the
@@ -108,6 +121,23 @@ export class Dispatcher {
         await this.idle()
       }
     }
+  }
+
+  /** In the background: VACUUM takes a connection for a while and blocks no writer. */
+  private reclaimQueue(): void {
+    const statement = this.deps.dialect.reclaimSpace('message_recipients')
+    if (!statement || this.reclaiming) return
+    this.claimedSinceReclaim = 0
+    const started = performance.now()
+    this.reclaiming = statement
+      .execute(this.deps.db)
+      .then(
+        () => this.logger.debug({ ms: Math.round(performance.now() - started) }, 'queue index reclaimed'),
+        (err: unknown) => this.logger.warn({ err }, 'reclaiming the queue index failed; autovacuum will'),
+      )
+      .finally(() => {
+        this.reclaiming = undefined
+      })
   }
 
   private idle(): Promise<void> {

@@ -58,6 +58,14 @@ export interface Dialect {
   /** Refreshes planner statistics after a bulk change. */
   analyze(table: string): RawBuilder<unknown>
   /**
+   * Clears the index entries of row versions a bulk change left behind, or undefined where
+   * there are none. PostgreSQL keeps an updated row's old index entries until VACUUM, and an
+   * index scan still walks them: a queue's partial index, after a million rows moved out
+   * of it, costs every claim milliseconds until autovacuum comes round. SQLite removes an
+   * entry when its row changes.
+   */
+  reclaimSpace(table: string): RawBuilder<unknown> | undefined
+  /**
    * The newest value the table's `id` sequence handed out (SQLite AUTOINCREMENT,
    * PostgreSQL identity), null before the first. Ids past it were never issued.
    */
@@ -203,6 +211,7 @@ export const sqliteDialect: Dialect = {
   contains: (haystack, needle) => sqliteFoldedMatch(haystack, needle, 'contains'),
   startsWith: (haystack, prefix) => sqliteFoldedMatch(haystack, prefix, 'startsWith'),
   analyze: (table) => sql`analyze ${sql.table(table)}`,
+  reclaimSpace: () => undefined,
   // AUTOINCREMENT keeps the high-water mark in sqlite_sequence, even after the rows are gone.
   lastIssuedId: (table) => sql<number | null>`(select seq from sqlite_sequence where name = ${table})`,
 }
@@ -253,6 +262,8 @@ export const postgresDialect: Dialect = {
   contains: (haystack, needle) => postgresFoldedMatch(haystack, needle, 'contains'),
   startsWith: (haystack, prefix) => postgresFoldedMatch(haystack, prefix, 'startsWith'),
   analyze: (table) => sql`analyze ${sql.table(table)}`,
+  // SKIP_LOCKED: a VACUUM of the table already running (another node's, autovacuum's) is enough.
+  reclaimSpace: (table) => sql`vacuum (skip_locked) ${sql.table(table)}`,
   // Values handed to transactions still running count too: they may yet commit.
   lastIssuedId: (table) => sql<number | null>`pg_sequence_last_value(pg_get_serial_sequence(${table}, 'id')::regclass)`,
 }
