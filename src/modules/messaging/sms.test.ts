@@ -129,6 +129,22 @@ describe('POST /v1/sms/send', () => {
     expect((await server.get('/v1/sms', { token: carolKey })).body.totalCount).toBe(10)
   })
 
+  it('queues concurrent sends of one account each with its own message and recipients, debited once each', async () => {
+    const erin = await signUp(server)
+    const erinKey = await createKey(server, erin)
+    await topUp(server, erin.accountId, 100)
+    const responses = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => send({ recipients: [`+1415555${String(2000 + 2 * i).padStart(4, '0')}`, `+1415555${String(2001 + 2 * i).padStart(4, '0')}`], content: `n${i}`, senderId: 'Acme' }, erinKey)),
+    )
+    expect(responses.map((r) => r.status)).toEqual(Array(12).fill(201))
+    expect(await balanceOf(erinKey)).toBe(100 - 24)
+    for (const [i, response] of responses.entries()) {
+      const message = (await server.get(`/v1/sms/${response.body.messageId}`, { token: erinKey })).body
+      expect(message).toMatchObject({ content: `n${i}`, recipientCount: 2, creditsUsed: 2 })
+      expect(message.recipients.map((r: any) => r.phoneNumber)).toEqual([`+1415555${String(2000 + 2 * i).padStart(4, '0')}`, `+1415555${String(2001 + 2 * i).padStart(4, '0')}`])
+    }
+  })
+
   it('skips opted-out recipients, reports them and does not charge them', async () => {
     const contact = await server.post('/v1/contacts/single', { token: key, body: { phoneNumber: '+14155550130' } })
     await server.patch(`/v1/contacts/${contact.body.id}`, { token: key, body: { optedOut: true } })
