@@ -35,75 +35,8 @@ export async function debit(trx: Transaction<DB>, accountId: string, amount: num
  * is the body of a WITH member (an INSERT, UPDATE or DELETE) that must select from
  * `debit`, so it writes nothing when the balance is short. Same answer and LowBalance
  * rule as debit(); 402 and nothing written when the balance is short.
- *
- * Debits of one account that arrive while its statement is in flight wait and then go
- * together in the next one (a group commit): one account's sends would otherwise take
- * the row's lock one commit (one WAL flush) at a time. When the balance is short for the
- * whole group, or one of its writes fails, each debit of the group runs alone, in order,
- * and gets its own answer. A group that crosses the LowBalance threshold fires it once,
- * with the balance after the group.
  */
-export function debitWith(
-  db: Kysely<DB>,
-  accountId: string,
-  amount: number,
-  at: Date,
-  paidWrites: readonly RawBuilder<unknown>[],
-): Promise<number> {
-  return new Promise((resolve, reject) => {
-    let accounts = groups.get(db)
-    if (!accounts) groups.set(db, (accounts = new Map()))
-    let group = accounts.get(accountId)
-    if (!group) accounts.set(accountId, (group = []))
-    group.push({ amount, at, paidWrites, resolve, reject })
-    if (group.length === 1) void runGroups(db, accountId, accounts, group)
-  })
-}
-
-interface PendingDebit {
-  amount: number
-  at: Date
-  paidWrites: readonly RawBuilder<unknown>[]
-  resolve(balance: number): void
-  reject(err: unknown): void
-}
-
-/** Per store handle and account: the debits waiting, the first of them in flight. */
-const groups = new WeakMap<Kysely<DB>, Map<string, PendingDebit[]>>()
-/** Bounds one statement's size (each send brings about 25 parameters). */
-const MOST_COMBINED = 50
-
-async function runGroups(db: Kysely<DB>, accountId: string, accounts: Map<string, PendingDebit[]>, queue: PendingDebit[]): Promise<void> {
-  while (queue.length > 0) {
-    // Debits arriving meanwhile join `queue`; they go in the next statement.
-    const group = queue.slice(0, MOST_COMBINED)
-    await runGroup(db, accountId, group)
-    queue.splice(0, group.length)
-  }
-  accounts.delete(accountId)
-}
-
-async function runGroup(db: Kysely<DB>, accountId: string, group: PendingDebit[]): Promise<void> {
-  if (group.length > 1) {
-    const amount = group.reduce((sum, debit) => sum + debit.amount, 0)
-    try {
-      const balance = await debitInOneStatement(db, accountId, amount, group.at(-1)!.at, group.flatMap((debit) => debit.paidWrites))
-      for (const debit of group) debit.resolve(balance)
-      return
-    } catch {
-      // Each alone below: the ones the balance covers go through, the others get 402.
-    }
-  }
-  for (const debit of group) {
-    try {
-      debit.resolve(await debitInOneStatement(db, accountId, debit.amount, debit.at, debit.paidWrites))
-    } catch (err) {
-      debit.reject(err)
-    }
-  }
-}
-
-async function debitInOneStatement(
+export async function debitWith(
   db: Kysely<DB>,
   accountId: string,
   amount: number,
