@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path'
 import { Readable } from 'node:stream'
 import { parseArgs } from 'node:util'
 import { generateContactsCsv, phoneNumber } from './audience/generate.js'
-import { openFloor, timeCastOnly } from './audience/floor.js'
+import { compareWithFloor, openFloor } from './audience/floor.js'
 import { benchSegments } from './audience/segments.js'
 import { createFreshDatabase, type FreshDatabase } from './lib/postgres.js'
 import { PROJECT_DIR, buildCommit, buildServer, processCpuSeconds, startServer, type RunningServer } from './lib/server.js'
@@ -187,23 +187,14 @@ async function main(): Promise<void> {
   const rows: string[] = []
   const castOnly: string[] = []
   for (const [name, ruleSet] of Object.entries(benchSegments(listId))) {
-    const platformMs: number[] = []
-    const floorMs: number[] = []
-    let platformCount = 0
-    let floorCount = 0
-    for (let i = 0; i < countRuns; i++) {
-      let t = performance.now()
-      platformCount = (await api(s, 'POST', '/v1/audience/segments/preview?limit=0', { rulesOperator: ruleSet.operator, rules: JSON.stringify(ruleSet.rules) })).count
-      platformMs.push(performance.now() - t)
-      t = performance.now()
-      floorCount = await floor.count(name, s.accountId)
-      floorMs.push(performance.now() - t)
-    }
-    const check = platformCount === floorCount ? '' : `  COUNT MISMATCH (floor ${floorCount})`
-    const castMs = await timeCastOnly(floor, name, s.accountId, countRuns)
-    if (castMs !== undefined) castOnly.push(`${name} ${ms(castMs)} (platform ÷ it ${(median(platformMs) / castMs).toFixed(2)})`)
+    const c = await compareWithFloor(floor, name, s.accountId, countRuns, async () => {
+      const body = { rulesOperator: ruleSet.operator, rules: JSON.stringify(ruleSet.rules) }
+      return (await api(s, 'POST', '/v1/audience/segments/preview?limit=0', body)).count
+    })
+    const check = c.platformCount === c.floorCount ? '' : `  COUNT MISMATCH (floor ${c.floorCount})`
+    if (c.castMs !== undefined) castOnly.push(`${name} ${ms(c.castMs)} (platform ÷ it ${(c.platformMs / c.castMs).toFixed(2)})`)
     rows.push(
-      `| ${name} | ${platformCount.toLocaleString('en')} | ${ms(median(platformMs))} | ${ms(median(floorMs))} | ${(median(platformMs) / median(floorMs)).toFixed(2)} | ${median(platformMs) < 1000 ? 'yes' : 'NO'} |${check}`,
+      `| ${name} | ${c.platformCount.toLocaleString('en')} | ${ms(c.platformMs)} | ${ms(c.floorMs)} | ${(c.platformMs / c.floorMs).toFixed(2)} | ${c.platformMs < 1000 ? 'yes' : 'NO'} |${check}`,
     )
   }
   await floor.close()

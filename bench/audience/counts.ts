@@ -20,7 +20,7 @@ import { postgresDialect, sqliteDialect } from '../../src/platform/db/dialect.js
 import { countAudience } from '../../src/modules/audience/queries.js'
 import { compileRuleSet } from '../../src/modules/audience/segment-sql.js'
 import { benchSegments } from './segments.js'
-import { openFloor, timeCastOnly } from './floor.js'
+import { compareWithFloor, openFloor } from './floor.js'
 import { generateContactsCsv, phoneNumber } from './generate.js'
 import { withClient } from '../lib/postgres.js'
 import { PROJECT_DIR, buildServer, startServer } from '../lib/server.js'
@@ -111,7 +111,6 @@ async function prepare(): Promise<void> {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!
 
 async function time(): Promise<void> {
   const meta = JSON.parse(readFileSync(META, 'utf8')) as Meta
@@ -151,22 +150,10 @@ async function time(): Promise<void> {
     if (only && !only.includes(name)) continue
     const predicate = compileRuleSet(dialect, ruleSet)
     if (flags.sql) console.log(predicate.compile(db).sql)
-    const platformMs: number[] = []
-    const floorMs: number[] = []
-    let platformCount = 0
-    let floorCount = 0
-    for (let i = 0; i < runs; i++) {
-      let t = performance.now()
-      platformCount = (await countAudience({ db, readLong }, meta.accountId, predicate)).recipients
-      platformMs.push(performance.now() - t)
-      t = performance.now()
-      floorCount = await floor.count(name, meta.accountId)
-      floorMs.push(performance.now() - t)
-    }
-    const check = platformCount === floorCount ? '' : ` COUNT MISMATCH (floor ${floorCount})`
-    const castMs = await timeCastOnly(floor, name, meta.accountId, runs)
-    const cast = castMs === undefined ? '' : ` bare cast (not a correct query) ${castMs.toFixed(0)} ms, platform ÷ it ${(median(platformMs) / castMs).toFixed(2)}`
-    console.log(`| ${name} | ${platformCount} | ${median(platformMs).toFixed(0)} ms | ${median(floorMs).toFixed(0)} ms | ${(median(platformMs) / median(floorMs)).toFixed(2)} |${check}${cast}`)
+    const c = await compareWithFloor(floor, name, meta.accountId, runs, async () => (await countAudience({ db, readLong }, meta.accountId, predicate)).recipients)
+    const check = c.platformCount === c.floorCount ? '' : ` COUNT MISMATCH (floor ${c.floorCount})`
+    const cast = c.castMs === undefined ? '' : ` bare cast (not a correct query) ${c.castMs.toFixed(0)} ms, platform ÷ it ${(c.platformMs / c.castMs).toFixed(2)}`
+    console.log(`| ${name} | ${c.platformCount} | ${c.platformMs.toFixed(0)} ms | ${c.floorMs.toFixed(0)} ms | ${(c.platformMs / c.floorMs).toFixed(2)} |${check}${cast}`)
   }
   console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`)
   await floor.close()

@@ -94,13 +94,49 @@ export function openFloor(database: { kind: 'sqlite'; path: string } | { kind: '
   }
 }
 
-/** Median time of the bare-cast count of a number rule, undefined for the other segments. */
-export async function timeCastOnly(floor: FloorQueries, name: string, accountId: string, runs: number): Promise<number | undefined> {
-  const times: number[] = []
-  for (let i = 0; i < runs; i++) {
-    const started = performance.now()
-    if ((await floor.countCastOnly(name, accountId)) === undefined) return undefined
-    times.push(performance.now() - started)
-  }
-  return times.sort((a, b) => a - b)[Math.floor((times.length - 1) / 2)]
+/** One segment's count by the platform beside its floor (and bare cast), medians of `runs`. */
+export interface FloorComparison {
+  platformCount: number
+  floorCount: number
+  platformMs: number
+  floorMs: number
+  /** The bare-cast count's time, for the number rules only. */
+  castMs: number | undefined
 }
+
+/** Times `countByPlatform` and the floor of segment `name` alternately, `runs` times each. */
+export async function compareWithFloor(
+  floor: FloorQueries,
+  name: string,
+  accountId: string,
+  runs: number,
+  countByPlatform: () => Promise<number>,
+): Promise<FloorComparison> {
+  const platformMs: number[] = []
+  const floorMs: number[] = []
+  const castMs: number[] = []
+  let platformCount = 0
+  let floorCount = 0
+  for (let i = 0; i < runs; i++) {
+    platformCount = await timed(platformMs, countByPlatform)
+    floorCount = await timed(floorMs, () => floor.count(name, accountId))
+  }
+  let castCount: number | undefined
+  for (let i = 0; i < runs; i++) castCount = await timed(castMs, () => floor.countCastOnly(name, accountId))
+  return {
+    platformCount,
+    floorCount,
+    platformMs: median(platformMs),
+    floorMs: median(floorMs),
+    castMs: castCount === undefined ? undefined : median(castMs),
+  }
+}
+
+async function timed<T>(times: number[], run: () => Promise<T>): Promise<T> {
+  const started = performance.now()
+  const result = await run()
+  times.push(performance.now() - started)
+  return result
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!
