@@ -33,6 +33,8 @@ const { values: flags } = parseArgs({
   },
 })
 const store = flags.store as 'sqlite' | 'postgres'
+/** The issue's import targets, contacts/s at a million rows. */
+const IMPORT_TARGET = { sqlite: 50_000, postgres: 30_000 }
 const contacts = Number(flags.contacts)
 const importRuns = Number(flags['import-runs'])
 const countRuns = Number(flags['count-runs'])
@@ -164,7 +166,8 @@ async function main(): Promise<void> {
     console.log(
       `\nImport: median ${Math.round(median(rates)).toLocaleString('en')} contacts/s over ${importRuns} runs (${rates.map((r) => Math.round(r).toLocaleString('en')).join(', ')}); ` +
         `repeated: median ${Math.round(median(repeatRates)).toLocaleString('en')} (${repeatRates.map((r) => Math.round(r).toLocaleString('en')).join(', ')}); ` +
-        `target 50,000/s on SQLite; listmonk reports ~10,000/s: ratio ${(median(rates) / 10_000).toFixed(1)}x`,
+        `target ${IMPORT_TARGET[store].toLocaleString('en')}/s on ${store} (ratio ${(median(rates) / IMPORT_TARGET[store]).toFixed(2)}), repeated at least as fast; ` +
+        `listmonk reports ~10,000/s: ratio ${(median(rates) / 10_000).toFixed(1)}x`,
     )
   if (flags.only === 'import') {
     importSummary()
