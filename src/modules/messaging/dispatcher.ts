@@ -1,5 +1,5 @@
 import { setImmediate } from 'node:timers/promises'
-import { sql } from 'kysely'
+import { sql, type RawBuilder } from 'kysely'
 import type { Logger } from 'pino'
 import { optedOutAmong } from '../audience/index.js'
 import type { Leases } from '../../platform/lease.js'
@@ -56,6 +56,8 @@ export class Dispatcher {
   private waking: NodeJS.Timeout | undefined
   private readonly messages = new Map<string, MessageInfo>()
   private readonly slots = new Map<Carrier, Semaphore>()
+  /** Undefined where the store needs no reclaiming (SQLite): then nothing is counted either. */
+  private readonly reclaimStatement: RawBuilder<unknown> | undefined
   private claimedSinceReclaim = 0
   private reclaiming: Promise<void> | undefined
 
@@ -66,7 +68,9 @@ export class Dispatcher {
     private readonly leases: Leases,
     private readonly logger: Logger,
     private readonly options: DispatcherOptions,
-  ) {}
+  ) {
+    this.reclaimStatement = deps.dialect.reclaimSpace('message_recipients')
+  }
 
   register(): void {
     this.leases.register({
@@ -109,8 +113,7 @@ export class Dispatcher {
     while (this.running) {
       try {
         const claimed = await this.claim()
-        this.claimedSinceReclaim += claimed.length
-        if (this.claimedSinceReclaim >= (claimed.length === 0 ? RECLAIM_AFTER_DRAIN : RECLAIM_DURING_RUN)) this.reclaimQueue()
+        this.countTowardsReclaim(claimed.length)
         if (claimed.length === 0) await this.idle()
         else await this.dispatch(claimed)
         // SQLite answers synchronously and the simulator at once: without a turn of the
@@ -123,10 +126,12 @@ export class Dispatcher {
     }
   }
 
-  /** In the background: VACUUM takes a connection for a while and blocks no writer. */
-  private reclaimQueue(): void {
-    const statement = this.deps.dialect.reclaimSpace('message_recipients')
-    if (!statement || this.reclaiming) return
+  /** Reclaims in the background (VACUUM takes a connection for a while and blocks no writer). */
+  private countTowardsReclaim(claimed: number): void {
+    const statement = this.reclaimStatement
+    if (statement === undefined) return
+    this.claimedSinceReclaim += claimed
+    if (this.claimedSinceReclaim < (claimed === 0 ? RECLAIM_AFTER_DRAIN : RECLAIM_DURING_RUN) || this.reclaiming) return
     this.claimedSinceReclaim = 0
     const started = performance.now()
     this.reclaiming = statement
