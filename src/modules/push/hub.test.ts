@@ -1,7 +1,7 @@
 import { pino } from 'pino'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { ManualClock } from '../../platform/clock.js'
-import { Hub } from './hub.js'
+import { Hub, PING_SLICE } from './hub.js'
 import type { PushMetrics } from './metrics.js'
 import type { PushStream } from './stream.js'
 
@@ -59,12 +59,12 @@ describe('Hub pings', () => {
   })
 
   it('pings a large share in slices, with a turn of the event loop between them', () => {
-    const { hub, all } = hubWith(450, 1000)
+    const { hub, all } = hubWith(PING_SLICE * 4 + 50, 1000)
     // The interval fires: the first slice only.
     vi.advanceTimersToNextTimer()
-    expect(all.filter((s) => s.pings === 1)).toHaveLength(100)
+    expect(all.filter((s) => s.pings === 1)).toHaveLength(PING_SLICE)
     vi.advanceTimersToNextTimer()
-    expect(all.filter((s) => s.pings === 1)).toHaveLength(200)
+    expect(all.filter((s) => s.pings === 1)).toHaveLength(PING_SLICE * 2)
     vi.advanceTimersByTime(500)
     expect(all.map((s) => s.pings)).toEqual(all.map(() => 1))
     hub.stop()
