@@ -73,6 +73,15 @@ export async function findLastIssuedId(db: Kysely<DB>, dialect: Dialect): Promis
   return Number(rows[0]?.last ?? 0)
 }
 
+/** Events the channel holds, counted up to `upTo` at most (a bounded index range). */
+export async function countChannelEvents(db: Kysely<DB>, accountId: string, channel: string, upTo: number): Promise<number> {
+  const row = await db
+    .selectFrom((eb) => eb.selectFrom('push_events').select('id').where('account_id', '=', accountId).where('channel', '=', channel).limit(upTo).as('kept'))
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .executeTakeFirstOrThrow()
+  return Number(row.count)
+}
+
 /**
  * The id of the newest event to trim so that the channel keeps `keep` events, and of the
  * newest one within the oldest `batch` of those, so one delete stays short. Undefined when

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
 import type { Clock } from '../../platform/clock.js'
 import type { DB } from '../../platform/db/schema.js'
-import { findSizeTrimBound, listOldestEvents, trimChannelThrough, trimEvents } from './history-queries.js'
+import { countChannelEvents, findSizeTrimBound, listOldestEvents, trimChannelThrough, trimEvents } from './history-queries.js'
 
 export interface HistoryTrimmerOptions {
   /** Events kept per channel (PUSH_HISTORY_SIZE). */
@@ -18,6 +18,9 @@ const BATCH = 200
 // A run yields the rest to the next tick once it has worked this long, so a burst of
 // publishes to many channels never turns into one long stretch of trimming.
 const RUN_BUDGET_MS = 100
+// Channels whose room is remembered; past it the oldest entry is forgotten, which costs
+// that channel one more check, never a missed trim.
+const MAX_ROOM_ENTRIES = 100_000
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
 
@@ -28,8 +31,14 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
  * from each channel, so a replay knows whether it lost anything.
  */
 export class HistoryTrimmer {
-  /** Channels published to since they were last found within their size, as account NUL channel. */
+  /** Channels to check at the next run (published to past their known room), as account NUL channel. */
   private readonly grown = new Set<string>()
+  /**
+   * Publishes a channel can still take before it may hold more than its size, as found at
+   * its last check and counted down by each publish since. Deletions by age only add room,
+   * so the count errs towards checking early. Without it, every publish cost a query.
+   */
+  private readonly room = new Map<string, number>()
   private timer: NodeJS.Timeout | undefined
   private running: Promise<void> | undefined
 
@@ -43,7 +52,14 @@ export class HistoryTrimmer {
   /** A publish added to the channel: check its size at the next run. */
   noteGrowth(accountId: string, channel: string): void {
     // Validation refuses NUL in both, so the pair splits back unambiguously.
-    this.grown.add(`${accountId}\u0000${channel}`)
+    const key = `${accountId}\u0000${channel}`
+    const room = this.room.get(key)
+    if (room !== undefined && room > 0) {
+      this.room.set(key, room - 1)
+      return
+    }
+    this.room.delete(key)
+    this.grown.add(key)
   }
 
   start(): void {
@@ -79,12 +95,26 @@ export class HistoryTrimmer {
     for (const key of [...this.grown]) {
       if (performance.now() > deadline) return true
       const [accountId, channel] = key.split('\u0000') as [string, string]
-      const through = await findSizeTrimBound(this.db, accountId, channel, this.options.historySize, BATCH)
-      if (through === undefined) this.grown.delete(key)
-      else await trimChannelThrough(this.db, accountId, channel, through)
+      const keep = this.options.historySize
+      // Taken off before the count: a publish that lands meanwhile puts it back for the next run.
+      this.grown.delete(key)
+      const held = await countChannelEvents(this.db, accountId, channel, keep + 1)
+      if (held <= keep) {
+        if (!this.grown.has(key)) this.rememberRoom(key, keep - held)
+      } else {
+        const through = await findSizeTrimBound(this.db, accountId, channel, keep, BATCH)
+        if (through !== undefined) await trimChannelThrough(this.db, accountId, channel, through)
+        // Checked again at the next run: one trim takes at most a batch.
+        this.grown.add(key)
+      }
       await yieldToEventLoop()
     }
     return this.grown.size > 0
+  }
+
+  private rememberRoom(key: string, room: number): void {
+    if (this.room.size >= MAX_ROOM_ENTRIES) this.room.delete(this.room.keys().next().value!)
+    this.room.set(key, room)
   }
 
   /** Deletes the expired prefix of the oldest events; true when the whole batch was expired. */

@@ -57,6 +57,21 @@ describe('push history', () => {
     expect(await replay(['untouched'], ids[0]!)).toEqual({ recovered: true, ns: [1, 2] })
   })
 
+  it('checks a channel found with room for more again once publishes may have filled it', async () => {
+    const ids = await publishAll('roomy', 2)
+    // Two of three held: room for one more, and nothing to trim.
+    await trim()
+    await publishAll('roomy', 1, 3)
+    await trim()
+    const beforeFirst = String(Number(ids[0]) - 1)
+    expect(await replay(['roomy'], beforeFirst)).toEqual({ recovered: true, ns: [1, 2, 3] })
+    // The fourth is past the room counted at the check: the channel is checked and trimmed.
+    await publishAll('roomy', 1, 4)
+    await trim()
+    expect(await replay(['roomy'], beforeFirst)).toEqual({ recovered: false, ns: [2, 3, 4] })
+    expect(await replay(['roomy'], ids[0]!)).toEqual({ recovered: true, ns: [2, 3, 4] })
+  })
+
   it('keeps events for PUSH_HISTORY_TTL_S: an id from before an expired event replays the rest with recovered: false', async () => {
     const [old] = await publishAll('aging', 1)
     clock.advance(30_000)
