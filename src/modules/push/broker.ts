@@ -25,6 +25,12 @@ export interface LocalFanout {
    * in the order the broker calls it (which is id order); returns how many took it.
    */
   deliver(accountId: string, event: PushEvent): number
+  /**
+   * Runs `deliveries` (calls to deliver) and then writes what they handed to each
+   * connection in one go, in their order: a connection gets one socket write for them
+   * all instead of one per event, which is what a burst of publishes costs most.
+   */
+  gather<T>(deliveries: () => T): T
   /** Connections open on this node for that channel of that account. */
   count(accountId: string, channel: string): number
 }

@@ -36,6 +36,8 @@ export class HistoryWriter<T> {
     private readonly insert: (events: NewEvent[]) => Promise<number[]>,
     private readonly clock: Clock,
     private readonly stored: (event: Appended, id: number) => T,
+    /** Runs the `stored` calls of one write (the broker's fan-out gathers them into one write per connection). */
+    private readonly eachWrite: <R>(storeAll: () => R) => R = (storeAll) => storeAll(),
   ) {}
 
   append(event: Appended): Promise<T> {
@@ -72,12 +74,14 @@ export class HistoryWriter<T> {
       for (const waiting of batch) waiting.reject(err)
       return
     }
-    batch.forEach((waiting, i) => {
-      try {
-        waiting.resolve(this.stored(waiting.event, ids[i]!))
-      } catch (err) {
-        waiting.reject(err)
-      }
-    })
+    this.eachWrite(() =>
+      batch.forEach((waiting, i) => {
+        try {
+          waiting.resolve(this.stored(waiting.event, ids[i]!))
+        } catch (err) {
+          waiting.reject(err)
+        }
+      }),
+    )
   }
 }

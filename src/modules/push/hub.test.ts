@@ -3,7 +3,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { ManualClock } from '../../platform/clock.js'
 import { Hub, PING_SLICE } from './hub.js'
 import type { PushMetrics } from './metrics.js'
-import type { PushStream } from './stream.js'
+import type { PushEvent } from './broker.js'
+import { chunkOf, encodeEvent, type PushStream } from './stream.js'
 
 const clock = new ManualClock()
 const metrics = { delivered: () => {}, slowConsumerDropped: () => {} } as unknown as PushMetrics
@@ -17,19 +18,25 @@ class FakeStream {
   readonly brokerOpened = false
   pings = 0
 
-  constructor(n: number) {
-    this.channels = [`c${n}`]
+  constructor(n: number | string[]) {
+    this.channels = typeof n === 'number' ? [`c${n}`] : n
   }
+
+  readonly writes: { ids: string[]; frame: string; chunk: string }[] = []
 
   ping(): void {
     this.pings++
+  }
+
+  send(events: readonly PushEvent[], frame: Buffer, chunk: Buffer): void {
+    this.writes.push({ ids: events.map((e) => e.id), frame: frame.toString(), chunk: chunk.toString() })
   }
 
   expire(): void {}
   end(): void {}
 }
 
-const fakeStream = (n: number) => new FakeStream(n) as FakeStream & PushStream
+const fakeStream = (n: number | string[]) => new FakeStream(n) as FakeStream & PushStream
 
 describe('Hub pings', () => {
   beforeEach(() => {
@@ -82,5 +89,32 @@ describe('Hub pings', () => {
     expect(closed.every((s) => s.pings === 0)).toBe(true)
     expect(opened.every((s) => s.pings === 1)).toBe(true)
     hub.stop()
+  })
+})
+
+describe('Hub gathering', () => {
+  const event = (id: number, channel: string): PushEvent => ({ id: String(id), channel, event: 'e', data: `{"id":${id}}` })
+  const framed = (...events: PushEvent[]) => events.map((e) => encodeEvent(e).toString()).join('')
+
+  it('writes what one gathering delivered to each stream once, in delivery order, and counts each event as delivered', () => {
+    const hub = new Hub({ closed: async () => {} }, clock, pino({ level: 'silent' }), { pingIntervalMs: 15_000, metrics })
+    const onA = [fakeStream(['a']), fakeStream(['a'])]
+    const onAB = fakeStream(['a', 'b'])
+    const onC = fakeStream(['c'])
+    for (const stream of [...onA, onAB, onC]) hub.add(stream)
+    const events = [event(1, 'a'), event(2, 'b'), event(3, 'a'), event(4, 'c')]
+
+    const counts = hub.gather(() => events.map((e) => hub.deliver('acc', e)))
+    expect(counts).toEqual([3, 1, 3, 1])
+    for (const stream of onA) {
+      expect(stream.writes).toEqual([{ ids: ['1', '3'], frame: framed(events[0]!, events[2]!), chunk: chunkOf(Buffer.from(framed(events[0]!, events[2]!))).toString() }])
+    }
+    // A stream on two channels gets both channels' events merged back into delivery order.
+    expect(onAB.writes).toEqual([{ ids: ['1', '2', '3'], frame: framed(events[0]!, events[1]!, events[2]!), chunk: chunkOf(Buffer.from(framed(events[0]!, events[1]!, events[2]!))).toString() }])
+    expect(onC.writes.map((w) => w.ids)).toEqual([['4']])
+
+    // Outside a gathering, each delivery is written at once.
+    hub.deliver('acc', event(5, 'c'))
+    expect(onC.writes.map((w) => w.ids)).toEqual([['4'], ['5']])
   })
 })

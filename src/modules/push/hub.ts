@@ -24,6 +24,13 @@ export const PING_SLICE = 16
  * stream costs no timer of its own. Pings are spread over the ping interval: each tick
  * pings its share of the streams, where the last tick left off.
  */
+/** An event handed out while gathering, with its place in the order of the gathering. */
+interface Gathered {
+  event: PushEvent
+  frame: Buffer
+  order: number
+}
+
 export class Hub implements LocalFanout, StreamOwner {
   /** account -> channel -> streams subscribed to it. */
   private readonly subscribers = new Map<string, Map<string, Set<PushStream>>>()
@@ -40,6 +47,9 @@ export class Hub implements LocalFanout, StreamOwner {
   private readonly tickMs: number
   private readonly ticksPerPing: number
   private readonly metrics: PushMetrics
+  /** While gather() runs: per subscriber set (one account's channel), what it is to get. */
+  private gathered: Map<Set<PushStream>, Gathered[]> | undefined
+  private gatheredCount = 0
   /** Set once the server closes: new streams end at once, and every open one is ended. */
   isClosing = false
 
@@ -110,10 +120,59 @@ export class Hub implements LocalFanout, StreamOwner {
     const delivered = streams.size
     // Encoded once for all its subscribers.
     const frame = encodeEvent(event)
-    const chunk = chunkOf(frame)
-    for (const stream of streams) stream.send(event, frame, chunk)
+    if (this.gathered !== undefined) {
+      let events = this.gathered.get(streams)
+      if (events === undefined) this.gathered.set(streams, (events = []))
+      events.push({ event, frame, order: this.gatheredCount++ })
+    } else {
+      const chunk = chunkOf(frame)
+      for (const stream of streams) stream.send([event], frame, chunk)
+    }
     this.metrics.delivered(delivered)
     return delivered
+  }
+
+  gather<T>(deliveries: () => T): T {
+    // Nested: the outermost gathering writes.
+    if (this.gathered !== undefined) return deliveries()
+    const gathered = (this.gathered = new Map())
+    try {
+      return deliveries()
+    } finally {
+      this.gathered = undefined
+      this.gatheredCount = 0
+      this.writeGathered(gathered)
+    }
+  }
+
+  /**
+   * One write per stream for everything gathered. A stream on one channel gets that
+   * channel's events as one chunk shared with every other such stream; a stream on
+   * several channels gets its events merged back into the order they were delivered in.
+   */
+  private writeGathered(gathered: Map<Set<PushStream>, Gathered[]>): void {
+    let merged: Map<PushStream, Gathered[]> | undefined
+    for (const [streams, events] of gathered) {
+      const frame = events.length === 1 ? events[0]!.frame : Buffer.concat(events.map((e) => e.frame))
+      const chunk = chunkOf(frame)
+      const plain = events.map((e) => e.event)
+      for (const stream of streams) {
+        if (stream.channels.length === 1) {
+          stream.send(plain, frame, chunk)
+          continue
+        }
+        merged ??= new Map()
+        const own = merged.get(stream)
+        if (own === undefined) merged.set(stream, [...events])
+        else own.push(...events)
+      }
+    }
+    if (merged === undefined) return
+    for (const [stream, events] of merged) {
+      events.sort((a, b) => a.order - b.order)
+      const frame = events.length === 1 ? events[0]!.frame : Buffer.concat(events.map((e) => e.frame))
+      stream.send(events.map((e) => e.event), frame, chunkOf(frame))
+    }
   }
 
   slowConsumerDropped(): void {

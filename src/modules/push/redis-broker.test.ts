@@ -27,6 +27,10 @@ class RecordingFanout implements LocalFanout {
     return this.count(accountId, event.channel)
   }
 
+  gather<T>(deliveries: () => T): T {
+    return deliveries()
+  }
+
   count(accountId: string, channel: string): number {
     return this.connections.get(`${accountId}\n${channel}`) ?? 0
   }

@@ -33,12 +33,18 @@ export class StorePushBroker implements PushBroker {
   ) {
     this.trimmer = new HistoryTrimmer(store.db, clock, logger, options)
     // Each event is fanned out once stored, in id order, before its publish is answered.
-    this.writer = new HistoryWriter((events) => insertEvents(store.db, events), clock, ({ accountId, channel, event, data }, storedId) => {
-      const id = String(storedId)
-      this.trimmer.noteGrowth(accountId, channel)
-      const delivered = this.local ? this.local.deliver(accountId, { id, channel, event, data }) : 0
-      return { id, delivered }
-    })
+    this.writer = new HistoryWriter(
+      (events) => insertEvents(store.db, events),
+      clock,
+      ({ accountId, channel, event, data }, storedId) => {
+        const id = String(storedId)
+        this.trimmer.noteGrowth(accountId, channel)
+        const delivered = this.local ? this.local.deliver(accountId, { id, channel, event, data }) : 0
+        return { id, delivered }
+      },
+      // The events of one write reach each connection in one socket write.
+      (storeAll) => (this.local ? this.local.gather(storeAll) : storeAll()),
+    )
   }
 
   async start(local: LocalFanout): Promise<void> {

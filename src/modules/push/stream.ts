@@ -104,14 +104,18 @@ export class PushStream {
     this.write(RETRY_FRAME)
   }
 
-  /** Hands one published event to the client, or buffers it while the stream replays. */
-  send(event: PushEvent, frame: Buffer, chunk: Buffer): void {
+  /**
+   * Hands published events (in id order, `frame` their messages one after another and
+   * `chunk` the same as one HTTP chunk) to the client, or buffers them while the stream
+   * replays.
+   */
+  send(events: readonly PushEvent[], frame: Buffer, chunk: Buffer): void {
     if (this.isClosed) return
     if (this.pending === null) {
       this.writeFramed(frame, chunk)
       return
     }
-    this.pending.push(event)
+    this.pending.push(...events)
     this.pendingBytes += frame.length
     if (this.pendingBytes > MAX_BUFFERED_BYTES) this.cutSlowConsumer()
   }
