@@ -74,6 +74,11 @@ export class RedisPushBroker implements PushBroker {
   private heartbeat: NodeJS.Timeout | undefined
   /** Live events held back while a resubscription catches up from the streams. */
   private held: Received[] | undefined
+  /**
+   * Live events read from the subscriber connection in this turn of the event loop, handed
+   * out together once it is over, so a connection gets them in one socket write.
+   */
+  private arriving: Received[] | undefined
   /** Per subscription, the newest id a catch-up handed out: held events up to it are repeats. */
   private readonly caughtUp = new Map<Subscription, string>()
   private recoveries: Promise<void> = Promise.resolve()
@@ -281,8 +286,34 @@ export class RedisPushBroker implements PushBroker {
       event: message.toString('utf8', lengthEnd + 1, eventEnd),
       data: message.toString('utf8', eventEnd),
     }
-    if (this.held) this.held.push({ subscription, event })
-    else this.hand(subscription, event)
+    if (this.held) {
+      this.held.push({ subscription, event })
+      return
+    }
+    if (this.arriving === undefined) {
+      this.arriving = []
+      // After the rest of what this read brought: ioredis emits each message of it in turn.
+      queueMicrotask(this.handArriving)
+    }
+    this.arriving.push({ subscription, event })
+  }
+
+  private readonly handArriving = (): void => {
+    const arriving = this.arriving ?? []
+    this.arriving = undefined
+    this.handAll(arriving)
+  }
+
+  /** Hands events out in the order given, each connection getting its share in one write. */
+  private handAll(received: readonly Received[], after?: (item: Received) => void): void {
+    const handEach = () => {
+      for (const item of received) {
+        this.hand(item.subscription, item.event)
+        after?.(item)
+      }
+    }
+    if (this.local) this.local.gather(handEach)
+    else handEach()
   }
 
   private hand(subscription: Subscription, event: PushEvent): void {
@@ -315,11 +346,12 @@ export class RedisPushBroker implements PushBroker {
         if (--this.recoveriesPending > 0) return
         const held = this.held ?? []
         this.held = undefined
-        for (const { subscription, event } of held) {
-          const caughtUp = this.caughtUp.get(subscription)
-          if (caughtUp && this.compareIds(event.id, caughtUp) <= 0) continue
-          this.hand(subscription, event)
-        }
+        this.handAll(
+          held.filter(({ subscription, event }) => {
+            const caughtUp = this.caughtUp.get(subscription)
+            return !caughtUp || this.compareIds(event.id, caughtUp) > 0
+          }),
+        )
         this.caughtUp.clear()
       })
   }
@@ -348,10 +380,7 @@ export class RedisPushBroker implements PushBroker {
         }
       })
       missed.sort((a, b) => this.compareIds(a.event.id, b.event.id))
-      for (const { subscription, event } of missed) {
-        this.hand(subscription, event)
-        this.caughtUp.set(subscription, event.id)
-      }
+      this.handAll(missed, ({ subscription, event }) => this.caughtUp.set(subscription, event.id))
     }
     // The streams were read on the other connection. A live event published before that read
     // may still be in flight on this one, and would come after the held ones are let go, a
