@@ -66,13 +66,15 @@ describe('Hub pings', () => {
   })
 
   it('pings a large share in slices, with a turn of the event loop between them', () => {
-    const { hub, all } = hubWith(PING_SLICE * 4 + 50, 1000)
+    // Ten ticks per interval: each tick's share is four slices and some.
+    const { hub, all } = hubWith((PING_SLICE * 4 + 5) * 10, 1000)
     // The interval fires: the first slice only.
     vi.advanceTimersToNextTimer()
     expect(all.filter((s) => s.pings === 1)).toHaveLength(PING_SLICE)
     vi.advanceTimersToNextTimer()
     expect(all.filter((s) => s.pings === 1)).toHaveLength(PING_SLICE * 2)
-    vi.advanceTimersByTime(500)
+    // The rest of the interval (its last tick's slices too): every stream pinged once.
+    vi.advanceTimersByTime(950)
     expect(all.map((s) => s.pings)).toEqual(all.map(() => 1))
     hub.stop()
   })
@@ -84,7 +86,7 @@ describe('Hub pings', () => {
     for (const stream of closed) hub.streamClosed(stream)
     const opened = Array.from({ length: 20 }, (_, n) => fakeStream(1000 + n))
     for (const stream of opened) hub.add(stream)
-    vi.advanceTimersByTime(500)
+    vi.advanceTimersByTime(950)
     expect(all.slice(0, 250).every((s) => s.pings === 1)).toBe(true)
     expect(closed.every((s) => s.pings === 0)).toBe(true)
     expect(opened.every((s) => s.pings === 1)).toBe(true)

@@ -17,12 +17,14 @@ export interface HubOptions {
  * turn of the event loop between them in which requests and publishes go first.
  */
 export const PING_SLICE = 16
+/** How often the hub pings its next share of the streams. */
+const PING_TICK_MS = 100
 
 /**
  * This node's push streams, by account and channel: the broker hands it events to fan
  * out. One interval for all streams pings them and ends those whose token expired, so a
  * stream costs no timer of its own. Pings are spread over the ping interval: each tick
- * pings its share of the streams, where the last tick left off.
+ * (ten a second) pings its share of the streams, where the last tick left off.
  */
 /** An event handed out while gathering, with its place in the order of the gathering. */
 interface Gathered {
@@ -46,6 +48,8 @@ export class Hub implements LocalFanout, StreamOwner {
   private roundMayStart = false
   private readonly tickMs: number
   private readonly ticksPerPing: number
+  private readonly ticksPerExpiryCheck: number
+  private ticks = 0
   private readonly metrics: PushMetrics
   /** While gather() runs: per subscriber set (one account's channel), what it is to get. */
   private gathered: Map<Set<PushStream>, Gathered[]> | undefined
@@ -59,9 +63,11 @@ export class Hub implements LocalFanout, StreamOwner {
     private readonly logger: Logger,
     options: HubOptions,
   ) {
-    // Expiry is checked every second at least; pings go every pingIntervalMs.
-    this.tickMs = Math.min(1000, options.pingIntervalMs)
+    // Pings go out a share at a time, ten times a second, so they never bunch up behind
+    // one timer; expiry is checked every second.
+    this.tickMs = Math.min(PING_TICK_MS, options.pingIntervalMs)
     this.ticksPerPing = Math.max(1, Math.round(options.pingIntervalMs / this.tickMs))
+    this.ticksPerExpiryCheck = Math.max(1, Math.round(1000 / this.tickMs))
     this.metrics = options.metrics
   }
 
@@ -191,10 +197,12 @@ export class Hub implements LocalFanout, StreamOwner {
   }
 
   private tick(): void {
-    // A token is expired from its exp second on (as the token check judges it at open).
-    const nowS = Math.floor(this.clock.now().getTime() / 1000)
-    for (const [expiresAtS, streams] of this.expiring) {
-      if (expiresAtS <= nowS) for (const stream of [...streams]) stream.expire()
+    if (++this.ticks % this.ticksPerExpiryCheck === 0) {
+      // A token is expired from its exp second on (as the token check judges it at open).
+      const nowS = Math.floor(this.clock.now().getTime() / 1000)
+      for (const [expiresAtS, streams] of this.expiring) {
+        if (expiresAtS <= nowS) for (const stream of [...streams]) stream.expire()
+      }
     }
     // Each stream once per ping interval: a share of them at each of its ticks.
     const size = this.size
