@@ -98,12 +98,13 @@ describe('loadConfig', () => {
     expect(error.problems.find((p) => p.startsWith('ALLOW_SIGNUP '))).toContain('"maybe"')
   })
 
-  it('reads the push settings: history size and age, CORS origins and the ping interval', () => {
+  it('reads the push settings: history size and age, CORS origins, the ping interval and write coalescing', () => {
     expect(loadConfig({ JWT_SECRET: SECRET })).toMatchObject({
       pushHistorySize: 1000,
       pushHistoryTtlS: 86_400,
       pushCorsOrigins: ['*'],
       pushPingIntervalMs: 15_000,
+      pushCoalesceWrites: false,
     })
     const config = loadConfig({
       JWT_SECRET: SECRET,
@@ -111,12 +112,14 @@ describe('loadConfig', () => {
       PUSH_HISTORY_TTL_S: '3600',
       PUSH_CORS_ORIGINS: 'https://app.example.com, http://localhost:5173',
       PUSH_PING_INTERVAL_MS: '5000',
+      PUSH_COALESCE_WRITES: 'true',
     })
     expect(config).toMatchObject({
       pushHistorySize: 50,
       pushHistoryTtlS: 3600,
       pushCorsOrigins: ['https://app.example.com', 'http://localhost:5173'],
       pushPingIntervalMs: 5000,
+      pushCoalesceWrites: true,
     })
     const error = configError({
       JWT_SECRET: SECRET,
@@ -124,8 +127,9 @@ describe('loadConfig', () => {
       PUSH_HISTORY_TTL_S: '10',
       PUSH_CORS_ORIGINS: 'https://app.example.com/path,*.example.com',
       PUSH_PING_INTERVAL_MS: 'often',
+      PUSH_COALESCE_WRITES: 'sometimes',
     })
-    expect(error.problems.map((problem) => problem.split(' ')[0])).toEqual(['PUSH_HISTORY_SIZE', 'PUSH_HISTORY_TTL_S', 'PUSH_CORS_ORIGINS', 'PUSH_PING_INTERVAL_MS'])
+    expect(error.problems.map((problem) => problem.split(' ')[0])).toEqual(['PUSH_HISTORY_SIZE', 'PUSH_HISTORY_TTL_S', 'PUSH_CORS_ORIGINS', 'PUSH_PING_INTERVAL_MS', 'PUSH_COALESCE_WRITES'])
     expect(error.problems[2]).toContain('"https://app.example.com/path", "*.example.com"')
   })
 

@@ -204,3 +204,21 @@ describe('CORS with a list of origins', () => {
     expect(refused.headers.get('vary')).toMatch(/origin/i)
   })
 })
+
+describe('GET /v1/push/stream with PUSH_COALESCE_WRITES=true', () => {
+  let coalescing: TestServer
+  beforeAll(async () => {
+    coalescing = await startServer({ config: { pushCoalesceWrites: true } })
+  })
+  afterAll(() => coalescing?.close())
+
+  it('sends connected and every event of a quick run, in order', async () => {
+    const account = await signUp(coalescing)
+    const key = await createKey(coalescing, account)
+    const reader = await open(pushStreamUrl(coalescing, await issuePushToken(coalescing, key, ['quick'])))
+    expect(JSON.parse((await reader.waitForConnected()).data)).toEqual({ channels: ['quick'], recovered: true })
+    for (let n = 0; n < 20; n++) await publishPush(coalescing, key, 'quick', 'n', { n })
+    await reader.waitForEvents(20)
+    expect(reader.events.map((e) => JSON.parse(e.data).n)).toEqual(Array.from({ length: 20 }, (_, n) => n))
+  })
+})

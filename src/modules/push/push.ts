@@ -14,6 +14,8 @@ export interface PushOptions {
   /** PUSH_CORS_ORIGINS. */
   corsOrigins: readonly string[]
   pingIntervalMs: number
+  /** PUSH_COALESCE_WRITES. */
+  coalesceWrites: boolean
 }
 
 /**
@@ -42,6 +44,7 @@ export class Push {
       logger: this.logger,
       tokens: createPushTokenSigner(this.options.jwtSecret, this.clock),
       corsOrigins: this.options.corsOrigins,
+      coalesceWrites: this.options.coalesceWrites,
       metrics: this.metrics,
     }
     await app.register(pushRoutes, { deps })

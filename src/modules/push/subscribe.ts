@@ -9,6 +9,8 @@ export interface SubscribeDeps {
   broker: PushBroker
   hub: Hub
   logger: Logger
+  /** Nagle's algorithm on live streams (PUSH_COALESCE_WRITES). */
+  coalesceWrites: boolean
 }
 
 /**
@@ -47,6 +49,8 @@ export async function subscribe(
     if (stream.isClosed) return
     // recovered: nothing was missed on a first connection; otherwise, whether history held it all.
     await stream.goLive(encodeConnected(grant.channels, replay?.complete ?? true), replay?.events ?? [], broker)
+    // Only once live: `connected` and the replay go out at once, never held for an ACK.
+    if (deps.coalesceWrites && !stream.isClosed) raw.socket?.setNoDelay(false)
   } catch (err) {
     deps.logger.error({ err }, 'opening a push stream failed; the client reconnects with Last-Event-ID')
     stream.abort()
