@@ -24,6 +24,8 @@
  *        --out DIR (every run's JSON and log; default a new temporary folder)  --json FILE (the summary)
  *        --entry FILE (run this compiled main.js as it is instead of building src/)
  *        --node-arg ARG (repeatable, for the server; e.g. --node-arg=--cpu-prof --node-arg=--cpu-prof-dir=DIR)
+ *        --server-env NAME=VALUE (repeatable: a setting for the measured server, e.g. PUSH_COALESCE_WRITES=true;
+ *        the shell's own environment does not reach it)
  *        --strict (exit 3 when a target is missed)
  *        --allow-type-errors (run what tsc emitted even if it reported type errors, e.g. while
  *        another change elsewhere in src/ is half done; the report says so)
@@ -67,6 +69,7 @@ const { values: flags, positionals } = parseArgs({
     json: { type: 'string' },
     entry: { type: 'string' },
     'node-arg': { type: 'string', multiple: true, default: [] },
+    'server-env': { type: 'string', multiple: true, default: [] },
     strict: { type: 'boolean', default: false },
     'allow-type-errors': { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
@@ -77,7 +80,8 @@ const { values: flags, positionals } = parseArgs({
 
 if (flags.help) {
   console.log(`usage: npm run bench:push -- [--scenarios fanout,spread,idle,replay] [--runs 3] [--store sqlite|postgres]
-       [--wait-quiet 60] [--retry-noisy 2] [--out DIR] [--json FILE] [--entry FILE] [--node-arg ARG]... [--strict] [--allow-type-errors]
+       [--wait-quiet 60] [--retry-noisy 2] [--out DIR] [--json FILE] [--entry FILE] [--node-arg ARG]... [--server-env NAME=VALUE]...
+       [--strict] [--allow-type-errors]
        [-- harness flags, e.g. --duration 60]
 env: PUSH_BENCH_DIR (default ../shared/bench/push), BENCH_DATABASE_URL (for --store postgres)`)
   process.exit(0)
@@ -371,6 +375,17 @@ function sum(a: number | null, b: number | null): number | null {
   return a === null || b === null ? null : a + b
 }
 
+/** --server-env NAME=VALUE settings for the measured server (the setup server keeps its own). */
+function extraServerEnv(): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const pair of flags['server-env'] ?? []) {
+    const match = /^([A-Z][A-Z0-9_]*)=(.*)$/s.exec(pair)
+    if (!match) fail(`--server-env must be NAME=VALUE, got "${pair}"`)
+    env[match[1]!] = match[2]!
+  }
+  return env
+}
+
 // ------------------------------------------------------------------ main
 async function main(): Promise<number> {
   const started = new Date()
@@ -383,7 +398,7 @@ async function main(): Promise<number> {
   // port, same secret. The env file keeps the secret and key off the command line.
   const port = await freePort()
   const envFile = join(workDir, 'server.env')
-  const serverEnv = { ...setup.env, HOST: '127.0.0.1', PORT: String(port) }
+  const serverEnv = { ...setup.env, ...extraServerEnv(), HOST: '127.0.0.1', PORT: String(port) }
   writeFileSync(envFile, Object.entries(serverEnv).map(([k, v]) => `${k}=${shellQuote(v)}`).join('\n') + '\n', { mode: 0o600 })
   const nodeArgs = (flags['node-arg'] ?? []).map(shellQuote).join(' ')
   const platformCmd = `cd ${shellQuote(PROJECT_DIR)} && unset PUSH_API_KEY && set -a && . ${shellQuote(envFile)} && set +a && exec ${shellQuote(process.execPath)} ${nodeArgs} ${shellQuote(built.entry)}`
