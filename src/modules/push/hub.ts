@@ -147,7 +147,12 @@ export class Hub implements LocalFanout, StreamOwner {
     } finally {
       this.gathered = undefined
       this.gatheredCount = 0
-      this.writeGathered(gathered)
+      try {
+        this.writeGathered(gathered)
+      } catch (err) {
+        // The events are stored and their publishes answered: a client that missed one resumes with Last-Event-ID.
+        this.logger.error({ err }, 'writing gathered push events to their streams failed')
+      }
     }
   }
 
