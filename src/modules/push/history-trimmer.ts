@@ -49,7 +49,7 @@ export class HistoryTrimmer {
     private readonly options: HistoryTrimmerOptions,
   ) {}
 
-  /** A publish added to the channel: check its size at the next run. */
+  /** A publish added to the channel: it takes some of the channel's known room, or has its size checked at the next run. */
   noteGrowth(accountId: string, channel: string): void {
     // Validation refuses NUL in both, so the pair splits back unambiguously.
     const key = `${accountId}\u0000${channel}`
@@ -98,14 +98,20 @@ export class HistoryTrimmer {
       const keep = this.options.historySize
       // Taken off before the count: a publish that lands meanwhile puts it back for the next run.
       this.grown.delete(key)
-      const held = await countChannelEvents(this.db, accountId, channel, keep + 1)
-      if (held <= keep) {
-        if (!this.grown.has(key)) this.rememberRoom(key, keep - held)
-      } else {
-        const through = await findSizeTrimBound(this.db, accountId, channel, keep, BATCH)
-        if (through !== undefined) await trimChannelThrough(this.db, accountId, channel, through)
-        // Checked again at the next run: one trim takes at most a batch.
+      try {
+        const held = await countChannelEvents(this.db, accountId, channel, keep + 1)
+        if (held <= keep) {
+          if (!this.grown.has(key)) this.rememberRoom(key, keep - held)
+        } else {
+          const through = await findSizeTrimBound(this.db, accountId, channel, keep, BATCH)
+          if (through !== undefined) await trimChannelThrough(this.db, accountId, channel, through)
+          // Checked again at the next run: one trim takes at most a batch.
+          this.grown.add(key)
+        }
+      } catch (err) {
+        // Not lost: checked again at the next run.
         this.grown.add(key)
+        throw err
       }
       await yieldToEventLoop()
     }
