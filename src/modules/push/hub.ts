@@ -20,12 +20,6 @@ export const PING_SLICE = 16
 /** How often the hub pings its next share of the streams. */
 const PING_TICK_MS = 100
 
-/**
- * This node's push streams, by account and channel: the broker hands it events to fan
- * out. One interval for all streams pings them and ends those whose token expired, so a
- * stream costs no timer of its own. Pings are spread over the ping interval: each tick
- * (ten a second) pings its share of the streams, where the last tick left off.
- */
 /** An event handed out while gathering, with its place in the order of the gathering. */
 interface Gathered {
   event: PushEvent
@@ -33,6 +27,15 @@ interface Gathered {
   order: number
 }
 
+/** The messages of these events one after another. */
+const framesOf = (events: readonly Gathered[]): Buffer => (events.length === 1 ? events[0]!.frame : Buffer.concat(events.map((e) => e.frame)))
+
+/**
+ * This node's push streams, by account and channel: the broker hands it events to fan
+ * out. One interval for all streams pings them and ends those whose token expired, so a
+ * stream costs no timer of its own. Pings are spread over the ping interval: each tick
+ * (ten a second) pings its share of the streams, where the last tick left off.
+ */
 export class Hub implements LocalFanout, StreamOwner {
   /** account -> channel -> streams subscribed to it. */
   private readonly subscribers = new Map<string, Map<string, Set<PushStream>>>()
@@ -122,18 +125,14 @@ export class Hub implements LocalFanout, StreamOwner {
   deliver(accountId: string, event: PushEvent): number {
     const streams = this.subscribers.get(accountId)?.get(event.channel)
     if (streams === undefined) return 0
+    // Outside a gathering, a gathering of one: written before deliver returns.
+    if (this.gathered === undefined) return this.gather(() => this.deliver(accountId, event))
     // Counted before sending: a stream cut for being too slow was still subscribed.
     const delivered = streams.size
+    let events = this.gathered.get(streams)
+    if (events === undefined) this.gathered.set(streams, (events = []))
     // Encoded once for all its subscribers.
-    const frame = encodeEvent(event)
-    if (this.gathered !== undefined) {
-      let events = this.gathered.get(streams)
-      if (events === undefined) this.gathered.set(streams, (events = []))
-      events.push({ event, frame, order: this.gatheredCount++ })
-    } else {
-      const chunk = chunkOf(frame)
-      for (const stream of streams) stream.send([event], frame, chunk)
-    }
+    events.push({ event, frame: encodeEvent(event), order: this.gatheredCount++ })
     this.metrics.delivered(delivered)
     return delivered
   }
@@ -164,7 +163,7 @@ export class Hub implements LocalFanout, StreamOwner {
   private writeGathered(gathered: Map<Set<PushStream>, Gathered[]>): void {
     let merged: Map<PushStream, Gathered[]> | undefined
     for (const [streams, events] of gathered) {
-      const frame = events.length === 1 ? events[0]!.frame : Buffer.concat(events.map((e) => e.frame))
+      const frame = framesOf(events)
       const chunk = chunkOf(frame)
       const plain = events.map((e) => e.event)
       for (const stream of streams) {
@@ -181,7 +180,7 @@ export class Hub implements LocalFanout, StreamOwner {
     if (merged === undefined) return
     for (const [stream, events] of merged) {
       events.sort((a, b) => a.order - b.order)
-      const frame = events.length === 1 ? events[0]!.frame : Buffer.concat(events.map((e) => e.frame))
+      const frame = framesOf(events)
       stream.send(events.map((e) => e.event), frame, chunkOf(frame))
     }
   }

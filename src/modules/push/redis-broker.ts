@@ -305,12 +305,9 @@ export class RedisPushBroker implements PushBroker {
   }
 
   /** Hands events out in the order given, each connection getting its share in one write. */
-  private handAll(received: readonly Received[], after?: (item: Received) => void): void {
+  private handAll(received: readonly Received[]): void {
     const handEach = () => {
-      for (const item of received) {
-        this.hand(item.subscription, item.event)
-        after?.(item)
-      }
+      for (const { subscription, event } of received) this.hand(subscription, event)
     }
     if (this.local) this.local.gather(handEach)
     else handEach()
@@ -380,7 +377,8 @@ export class RedisPushBroker implements PushBroker {
         }
       })
       missed.sort((a, b) => this.compareIds(a.event.id, b.event.id))
-      this.handAll(missed, ({ subscription, event }) => this.caughtUp.set(subscription, event.id))
+      this.handAll(missed)
+      for (const { subscription, event } of missed) this.caughtUp.set(subscription, event.id)
     }
     // The streams were read on the other connection. A live event published before that read
     // may still be in flight on this one, and would come after the held ones are let go, a
