@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net'
 import { EventSource } from 'eventsource'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createKey, expectWholeProblem, signUp, type TestAccount } from '../../../test/support/fixtures.js'
@@ -212,11 +213,27 @@ describe('GET /v1/push/stream with PUSH_COALESCE_WRITES=true', () => {
   })
   afterAll(() => coalescing?.close())
 
-  it('sends connected and every event of a quick run, in order', async () => {
+  /** Whether Nagle's algorithm is off on the server's side of the next connection, read once its stream is live. */
+  async function noDelayOfStream(target: TestServer, key: string, channel: string): Promise<{ reader: SseReader; noDelay: unknown }> {
+    const token = await issuePushToken(target, key, [channel])
+    // Each reader opens a connection of its own; the server's side of it is the next one.
+    const accepted = new Promise<Socket>((resolve) => target.app.server.once('connection', resolve))
+    const reader = await open(pushStreamUrl(target, token))
+    expect(JSON.parse((await reader.waitForConnected()).data)).toEqual({ channels: [channel], recovered: true })
+    const socket = await accepted
+    // net.Socket keeps its TCP_NODELAY setting under this symbol; Node has no public getter.
+    const kSetNoDelay = Object.getOwnPropertySymbols(socket).find((symbol) => symbol.description === 'kSetNoDelay')!
+    return { reader, noDelay: (socket as unknown as Record<symbol, unknown>)[kSetNoDelay] }
+  }
+
+  it('turns Nagle on for a live stream (off by default), and sends connected and every event of a quick run, in order', async () => {
+    const plain = await noDelayOfStream(server, alice.key, 'nagle-default')
+    expect(plain.noDelay).toBe(true)
+
     const account = await signUp(coalescing)
     const key = await createKey(coalescing, account)
-    const reader = await open(pushStreamUrl(coalescing, await issuePushToken(coalescing, key, ['quick'])))
-    expect(JSON.parse((await reader.waitForConnected()).data)).toEqual({ channels: ['quick'], recovered: true })
+    const { reader, noDelay } = await noDelayOfStream(coalescing, key, 'quick')
+    expect(noDelay).toBe(false)
     for (let n = 0; n < 20; n++) await publishPush(coalescing, key, 'quick', 'n', { n })
     await reader.waitForEvents(20)
     expect(reader.events.map((e) => JSON.parse(e.data).n)).toEqual(Array.from({ length: 20 }, (_, n) => n))
