@@ -13,7 +13,9 @@ import pg from 'pg'
 import type { DatabaseConfig } from '../config.js'
 import { BlockingStorePace, connectedStorePace, registerBulkWrites, type BulkWriterTarget, type WritePace } from './bulk-writes.js'
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.js'
-import { statementName } from './prepared.js'
+import { namingPreparedStatements, type TypeParserLookup } from './pg-named.js'
+import { PipelinedReads } from './pg-pipeline.js'
+import { runPreparedQueriesDirectly } from './prepared.js'
 import type { DB } from './schema.js'
 import { NonBlockingSqliteDialect, type DriverDatabase } from './sqlite-driver.js'
 import { SqliteMaintenance, type MaintenanceOptions } from './sqlite-maintenance-client.js'
@@ -212,17 +214,20 @@ const INT8_OID = 20
 const NUMERIC_OID = 1700
 
 function postgresPool(url: string, schema: string | undefined, max: number): pg.Pool {
-  return new pg.Pool({
+  return new pg.Pool({ ...postgresClientConfig(url, schema), max })
+}
+
+function postgresClientConfig(url: string, schema: string | undefined): pg.ClientConfig {
+  return {
     connectionString: url,
-    max,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
-    types: {
-      getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
-        if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value)
-        return pg.types.getTypeParser(oid, format)
-      }) as typeof pg.types.getTypeParser,
-    },
-  })
+    types: { getTypeParser: typeParser as typeof pg.types.getTypeParser },
+  }
+}
+
+const typeParser: TypeParserLookup = (oid, format) => {
+  if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value)
+  return pg.types.getTypeParser(oid, format)
 }
 
 function openPostgres(url: string, schema: string | undefined): Store {
@@ -238,9 +243,24 @@ function openPostgres(url: string, schema: string | undefined): Store {
     const started = performance.now()
     const client = await connect()
     waits.record((performance.now() - started) / 1000)
-    return namingPreparedStatements(client)
+    return namingPreparedStatements(client, typeParser)
   }) as typeof pool.connect
   const db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool }) })
+  const pipelined = new PipelinedReads(
+    // Named so that an operator can tell these connections apart in pg_stat_activity.
+    { ...postgresClientConfig(url, schema), application_name: `messaging-platform reads ${schema ?? ''}`.trim() },
+    typeParser,
+  )
+  runPreparedQueriesDirectly(db, async (text, parameters) => {
+    const rows = pipelined.run(text, parameters as unknown[])
+    if (rows !== undefined) return rows
+    const client = await pool.connect()
+    try {
+      return (await client.query(text, parameters as unknown[])).rows
+    } finally {
+      client.release()
+    }
+  })
   registerBulkWrites(db, {
     pace: connectedStorePace,
     analyze: async (table) => {
@@ -256,40 +276,11 @@ function openPostgres(url: string, schema: string | undefined): Store {
       await sql`select 1`.execute(db)
     },
     waits,
-    close: () => db.destroy(),
+    close: async () => {
+      await pipelined.close()
+      await db.destroy()
+    },
   }
-}
-
-const NAMING = Symbol('namingPreparedStatements')
-
-/**
- * Runs the SQL of prepared queries (prepared.ts) as named statements: the connection
- * parses and plans each once, where an unnamed statement is parsed and planned on every
- * execution (for the account read of GET /v1/account, twice the CPU of running it).
- * Kysely passes (text, values), which pg runs unnamed; a known text gets its name here.
- */
-function namingPreparedStatements(client: pg.PoolClient): pg.PoolClient {
-  const tagged = client as pg.PoolClient & { [NAMING]?: true }
-  if (tagged[NAMING]) return client
-  tagged[NAMING] = true
-  const query = client.query.bind(client) as (...args: unknown[]) => unknown
-  client.query = ((...args: unknown[]) => {
-    const [text, values] = args
-    const name = typeof text === 'string' && Array.isArray(values) ? statementName(text) : undefined
-    return name === undefined ? query(...args) : namedQuery(query, name, text as string, values as unknown[])
-  }) as typeof client.query
-  return client
-}
-
-// pg copies a query given as an object property by property, which costs more than the
-// rest of building it; given text and values it does not, and the name can be set after.
-function namedQuery(query: (submittable: pg.Submittable) => unknown, name: string, text: string, values: unknown[]): Promise<pg.QueryResult> {
-  return new Promise((resolve, reject) => {
-    const named = new pg.Query(text, values) as pg.Query & { name?: string; callback?: (err: Error | null, result: pg.QueryResult) => void }
-    named.name = name
-    named.callback = (err, result) => (err ? reject(err) : resolve(result))
-    query(named)
-  })
 }
 
 /**

@@ -1,0 +1,112 @@
+import { sql } from 'kysely'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { prepareQuery } from '../../src/platform/db/prepared.js'
+import { startServer, type TestServer } from '../support/harness.js'
+import { testStoreKind } from '../support/store.js'
+
+let server: TestServer
+
+beforeAll(async () => {
+  server = await startServer()
+  const { db } = server.app.platform.store
+  const now = new Date().toISOString()
+  await db
+    .insertInto('accounts')
+    .values([
+      { id: 'prepared-a', name: 'Ünïcode\nname', balance: 2 ** 40, low_balance_threshold: 0, created_at: now, updated_at: now },
+      { id: 'prepared-b', name: 'b', balance: -5, low_balance_threshold: 7, created_at: now, updated_at: now },
+    ])
+    .execute()
+  await db.insertInto('account_inbound_numbers').values([
+    { account_id: 'prepared-a', phone_number: '+15550000001' },
+    { account_id: 'prepared-a', phone_number: '+15550000002' },
+  ]).execute()
+})
+afterAll(() => server.close())
+
+// Rows with a null column, an int8 beyond 2^32, text with a newline and non-ASCII, and
+// zero to two rows per call. On PostgreSQL every connection of the pool (10) runs it
+// many times, so most executions read their rows with the columns described earlier.
+const accountRows = prepareQuery(1, (db, accountId: string) =>
+  db
+    .selectFrom('accounts')
+    .leftJoin('account_inbound_numbers', 'account_inbound_numbers.account_id', 'accounts.id')
+    .select(['accounts.id', 'accounts.name', 'accounts.balance', 'accounts.low_balance_threshold', 'account_inbound_numbers.phone_number'])
+    .where('accounts.id', '=', accountId)
+    .orderBy('account_inbound_numbers.phone_number'),
+)
+
+const asInteger = prepareQuery(1, (db, text: string) =>
+  db.selectFrom('accounts').select(sql<number>`cast(${text} as integer)`.as('n')).where('accounts.id', '=', 'prepared-b'),
+)
+
+describe('prepared queries', () => {
+  it('answer what the same query answers unprepared, call after call and side by side', async () => {
+    const { db } = server.app.platform.store
+    const expected = {
+      'prepared-a': [
+        { id: 'prepared-a', name: 'Ünïcode\nname', balance: 2 ** 40, low_balance_threshold: 0, phone_number: '+15550000001' },
+        { id: 'prepared-a', name: 'Ünïcode\nname', balance: 2 ** 40, low_balance_threshold: 0, phone_number: '+15550000002' },
+      ],
+      'prepared-b': [{ id: 'prepared-b', name: 'b', balance: -5, low_balance_threshold: 7, phone_number: null }],
+      'no-such-account': [],
+    }
+    for (const [id, rows] of Object.entries(expected)) {
+      const unprepared = await db
+        .selectFrom('accounts')
+        .leftJoin('account_inbound_numbers', 'account_inbound_numbers.account_id', 'accounts.id')
+        .select(['accounts.id', 'accounts.name', 'accounts.balance', 'accounts.low_balance_threshold', 'account_inbound_numbers.phone_number'])
+        .where('accounts.id', '=', id)
+        .orderBy('account_inbound_numbers.phone_number')
+        .execute()
+      expect(unprepared).toEqual(rows)
+    }
+    for (let round = 0; round < 5; round++) {
+      const ids = Array.from({ length: 60 }, (_, i) => Object.keys(expected)[i % 3] as keyof typeof expected)
+      const answers = await Promise.all(ids.map((id) => accountRows(db, id)))
+      answers.forEach((rows, i) => expect(rows).toEqual(expected[ids[i]!]))
+    }
+  })
+
+  it.runIf(testStoreKind === 'postgres')('fail alone on PostgreSQL: an execution that errors leaves its connection and the statement usable', async () => {
+    const { db } = server.app.platform.store
+    for (let round = 0; round < 3; round++) {
+      const answers = await Promise.allSettled(Array.from({ length: 30 }, (_, i) => asInteger(db, i % 2 === 0 ? String(i) : `not a number ${i}`)))
+      answers.forEach((answer, i) => {
+        if (i % 2 === 0) expect(answer).toEqual({ status: 'fulfilled', value: [{ n: i }] })
+        else expect(answer).toMatchObject({ status: 'rejected', reason: { code: '22P02' } })
+      })
+    }
+    expect(await accountRows(db, 'prepared-b')).toHaveLength(1)
+  })
+})
+
+describe.runIf(testStoreKind === 'postgres')('prepared reads on PostgreSQL', () => {
+  // The lanes' backends, with the statement each ran last.
+  const lanes = async () => {
+    const { database } = server.config
+    const name = `messaging-platform reads ${database.kind === 'postgres' ? database.schema : ''}`
+    const { rows } = await sql<{ pid: number; query: string }>`select pid, query from pg_stat_activity where application_name = ${name}`.execute(
+      server.app.platform.store.db,
+    )
+    return rows
+  }
+  const laneBackends = async () => (await lanes()).map((lane) => lane.pid).sort()
+
+  it('go through connections of their own, which are opened again after PostgreSQL ends them', async () => {
+    const { db } = server.app.platform.store
+    await expect.poll(async () => (await accountRows(db, 'prepared-b'), await laneBackends()).length).toBe(2)
+    await Promise.all(Array.from({ length: 20 }, () => accountRows(db, 'prepared-b')))
+    expect((await lanes()).some((lane) => lane.query.includes('account_inbound_numbers'))).toBe(true)
+    const before = await laneBackends()
+    await sql`select pg_terminate_backend(pid) from pg_stat_activity where pid in (${sql.join(before)})`.execute(db)
+    // Reads go on meanwhile (through the pool until a lane is back), and the lanes reopen.
+    await expect
+      .poll(async () => {
+        const answers = await Promise.allSettled(Array.from({ length: 20 }, () => accountRows(db, 'prepared-b')))
+        const lanes = await laneBackends()
+        return answers.every((answer) => answer.status === 'fulfilled' && answer.value.length === 1) && lanes.length === 2 && lanes.every((pid) => !before.includes(pid))
+      }, { timeout: 5_000, interval: 200 })
+      .toBe(true)
+  })
+})
