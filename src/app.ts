@@ -151,6 +151,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     clientErrorHandler: answerClientError,
     // installClientErrors refuses a missing Host itself, as problem+json rather than Node's empty 400.
     http: { requireHostHeader: false },
+    // installDraining refuses requests that arrive while closing, as problem+json.
+    return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>()
   app.decorate('platform', { config, store, relay, segmentCounts, leases, webhooks, push, clock, logger })
 

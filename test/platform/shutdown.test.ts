@@ -103,3 +103,29 @@ describe('graceful shutdown', () => {
     }
   })
 })
+
+describe('a request that arrives while the server closes', () => {
+  it('is refused with 503 as problem+json, and its connection closed', async () => {
+    const server = await startServer()
+    const { port } = new URL(server.url)
+    const socket = connect({ host: '127.0.0.1', port: Number(port) })
+    let received = ''
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()))
+    const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
+    // A request begun before the close (so its connection is not idle, and stays open)
+    // and finished after it.
+    socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const closed = server.close()
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    socket.write('\r\n')
+    await ended
+    await closed
+    const [head, body] = received.split('\r\n\r\n')
+    expect(head).toMatch(/^HTTP\/1\.1 503 /)
+    expect(head).toMatch(/\r\ncontent-type: application\/problem\+json/i)
+    expect(head).toMatch(/\r\nconnection: close/i)
+    expect(JSON.parse(body!)).toMatchObject({ status: 503, title: 'Service unavailable' })
+  })
+})
