@@ -1,4 +1,5 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely'
+import { executeNamed } from '../../platform/db/prepared.js'
 import type { DB } from '../../platform/db/schema.js'
 import { announceEmitted, emit, emitFromRow } from '../../platform/outbox/emit.js'
 import { InsufficientCredits } from '../../platform/problems.js'
@@ -49,13 +50,17 @@ export async function debitWith(
     sql`debit where balance + ${amount} >= low_balance_threshold and balance < low_balance_threshold`,
   )
   const members = paidWrites.map((write, i) => sql`, ${sql.raw(`paid_${i}`)} as (${write})`)
-  const { rows } = await sql<{ balance: string | number; low_balance: boolean }>`
+  // Named: PostgreSQL plans this statement of several writes once per connection.
+  const rows = await executeNamed(
+    db,
+    sql<{ balance: string | number; low_balance: boolean }>`
     with debit as (
       update accounts set balance = balance - ${amount}, updated_at = ${at.toISOString()}
       where id = ${accountId} and balance >= ${amount}
       returning balance, low_balance_threshold
     ), low_balance as (${lowBalance})${sql.join(members, sql``)}
-    select balance, exists (select from low_balance) as low_balance from debit`.execute(db)
+    select balance, exists (select from low_balance) as low_balance from debit`.compile(db),
+  )
   const row = rows[0]
   if (!row) throw await insufficient(db, accountId, amount)
   if (row.low_balance) announceEmitted()
