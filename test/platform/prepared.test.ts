@@ -1,6 +1,7 @@
-import { sql } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { prepareQuery } from '../../src/platform/db/prepared.js'
+import type { DB } from '../../src/platform/db/schema.js'
 import { startServer, type TestServer } from '../support/harness.js'
 import { testStoreKind } from '../support/store.js'
 
@@ -25,16 +26,17 @@ beforeAll(async () => {
 afterAll(() => server.close())
 
 // Rows with a null column, an int8 beyond 2^32, text with a newline and non-ASCII, and
-// zero to two rows per call. On PostgreSQL every connection of the pool (10) runs it
-// many times, so most executions read their rows with the columns described earlier.
-const accountRows = prepareQuery(1, (db, accountId: string) =>
+// zero to two rows per call. On PostgreSQL each connection that runs it (the pipelined
+// ones, and pool connections until those are open) runs it many times, so most
+// executions read their rows with the columns described on that connection earlier.
+const accountRowsQuery = (db: Kysely<DB>, accountId: string) =>
   db
     .selectFrom('accounts')
     .leftJoin('account_inbound_numbers', 'account_inbound_numbers.account_id', 'accounts.id')
     .select(['accounts.id', 'accounts.name', 'accounts.balance', 'accounts.low_balance_threshold', 'account_inbound_numbers.phone_number'])
     .where('accounts.id', '=', accountId)
-    .orderBy('account_inbound_numbers.phone_number'),
-)
+    .orderBy('account_inbound_numbers.phone_number')
+const accountRows = prepareQuery(1, accountRowsQuery)
 
 const asInteger = prepareQuery(1, (db, text: string) =>
   db.selectFrom('accounts').select(sql<number>`cast(${text} as integer)`.as('n')).where('accounts.id', '=', 'prepared-b'),
@@ -52,14 +54,7 @@ describe('prepared queries', () => {
       'no-such-account': [],
     }
     for (const [id, rows] of Object.entries(expected)) {
-      const unprepared = await db
-        .selectFrom('accounts')
-        .leftJoin('account_inbound_numbers', 'account_inbound_numbers.account_id', 'accounts.id')
-        .select(['accounts.id', 'accounts.name', 'accounts.balance', 'accounts.low_balance_threshold', 'account_inbound_numbers.phone_number'])
-        .where('accounts.id', '=', id)
-        .orderBy('account_inbound_numbers.phone_number')
-        .execute()
-      expect(unprepared).toEqual(rows)
+      expect(await accountRowsQuery(db, id).execute()).toEqual(rows)
     }
     for (let round = 0; round < 5; round++) {
       const ids = Array.from({ length: 60 }, (_, i) => Object.keys(expected)[i % 3] as keyof typeof expected)
