@@ -67,7 +67,7 @@ export interface BuildOptions {
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const clock = options.clock ?? systemClock
   const logger = options.logger ?? createLogger(config)
-  const store = openStore(config.database)
+  const store = openStore(config.database, logger)
   await migrateToLatest(store.db, store.dialect.name)
   const redis = config.redisUrl ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined
   // One registry per app: tests build several apps in one process.

@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely'
+import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { prepareQuery } from '../../src/platform/db/prepared.js'
 import type { DB } from '../../src/platform/db/schema.js'
@@ -6,9 +7,10 @@ import { startServer, type TestServer } from '../support/harness.js'
 import { testStoreKind } from '../support/store.js'
 
 let server: TestServer
+const warnings: { msg: string }[] = []
 
 beforeAll(async () => {
-  server = await startServer()
+  server = await startServer({ logger: pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line)) }) })
   const { db } = server.app.platform.store
   const now = new Date().toISOString()
   await db
@@ -88,7 +90,7 @@ describe.runIf(testStoreKind === 'postgres')('prepared reads on PostgreSQL', () 
   }
   const laneBackends = async () => (await lanes()).map((lane) => lane.pid).sort()
 
-  it('go through connections of their own, which are opened again after PostgreSQL ends them', async () => {
+  it('go through connections of their own, which are opened again after PostgreSQL ends them, saying so in the log', async () => {
     const { db } = server.app.platform.store
     await expect.poll(async () => (await accountRows(db, 'prepared-b'), await laneBackends()).length).toBe(2)
     await Promise.all(Array.from({ length: 20 }, () => accountRows(db, 'prepared-b')))
@@ -103,5 +105,6 @@ describe.runIf(testStoreKind === 'postgres')('prepared reads on PostgreSQL', () 
         return answers.every((answer) => answer.status === 'fulfilled' && answer.value.length === 1) && lanes.length === 2 && lanes.every((pid) => !before.includes(pid))
       }, { timeout: 5_000, interval: 200 })
       .toBe(true)
+    expect(warnings.filter((warning) => warning.msg.startsWith('a connection for pipelined reads failed'))).toHaveLength(2)
   })
 })

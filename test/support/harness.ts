@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { pino } from 'pino'
+import { pino, type Logger } from 'pino'
 import { buildApp } from '../../src/app.js'
 import type { Clock } from '../../src/platform/clock.js'
 import type { Config, DatabaseConfig } from '../../src/platform/config.js'
@@ -118,13 +118,15 @@ export interface StartOptions {
   database?: DatabaseConfig
   config?: Partial<Config>
   clock?: Clock
+  /** Silent unless given. */
+  logger?: Logger
 }
 
 /** Builds the app as main.ts does and listens on 127.0.0.1, a random port. */
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
   const database = options.database ?? (await freshDatabase())
   const config = testConfig(database, options.config)
-  const app = await buildApp(config, { ...(options.clock ? { clock: options.clock } : {}), logger: pino({ level: 'silent' }) })
+  const app = await buildApp(config, { ...(options.clock ? { clock: options.clock } : {}), logger: options.logger ?? pino({ level: 'silent' }) })
   const address = await app.listen({ host: '127.0.0.1', port: 0 })
   return new TestServer(app, address, config)
 }

@@ -10,6 +10,7 @@ import {
   type DatabaseMetadataOptions,
 } from 'kysely'
 import pg from 'pg'
+import type { Logger } from 'pino'
 import type { DatabaseConfig } from '../config.js'
 import { BlockingStorePace, connectedStorePace, registerBulkWrites, type BulkWriterTarget, type WritePace } from './bulk-writes.js'
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.js'
@@ -38,8 +39,9 @@ export interface Store {
   close(): Promise<void>
 }
 
-export function openStore(config: DatabaseConfig): Store {
-  return config.kind === 'sqlite' ? openSqlite(config.path) : openPostgres(config.url, config.schema)
+/** `logger` hears of what the store's own connections go through (PostgreSQL). */
+export function openStore(config: DatabaseConfig, logger?: Logger): Store {
+  return config.kind === 'sqlite' ? openSqlite(config.path) : openPostgres(config.url, config.schema, logger)
 }
 
 /**
@@ -230,7 +232,7 @@ const typeParser: TypeParserLookup = (oid, format) => {
   return pg.types.getTypeParser(oid, format)
 }
 
-function openPostgres(url: string, schema: string | undefined): Store {
+function openPostgres(url: string, schema: string | undefined, logger: Logger | undefined): Store {
   const pool = postgresPool(url, schema, 10)
   const waits = new StoreWaits(
     () => pool.waitingCount,
@@ -250,6 +252,7 @@ function openPostgres(url: string, schema: string | undefined): Store {
     // Named so that an operator can tell these connections apart in pg_stat_activity.
     { ...postgresClientConfig(url, schema), application_name: `messaging-platform reads ${schema ?? ''}`.trim() },
     typeParser,
+    (err) => logger?.warn({ err }, 'a connection for pipelined reads failed; they take pool connections until it is open again'),
   )
   runPreparedQueriesDirectly(db, async (text, parameters) => {
     const rows = pipelined.run(text, parameters as unknown[])

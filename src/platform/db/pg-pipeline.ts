@@ -25,8 +25,9 @@ export class PipelinedReads {
   private turn: Lane | undefined
   private closed = false
 
-  constructor(config: pg.ClientConfig, private readonly parserFor: TypeParserLookup) {
-    this.lanes = Array.from({ length: LANES }, () => new Lane({ ...config, pipeline: true }))
+  /** `failed` hears of a lane that lost its connection, or could not open one after it had one. */
+  constructor(config: pg.ClientConfig, private readonly parserFor: TypeParserLookup, failed: (err: Error) => void = () => {}) {
+    this.lanes = Array.from({ length: LANES }, () => new Lane({ ...config, pipeline: true }, failed))
   }
 
   /** The rows of a prepared query's text, or undefined when no lane can take it now. */
@@ -67,8 +68,13 @@ class Lane {
   client: pg.Client | undefined
   open = false
   private reopenAtMs = 0
+  /** Whether a failure since the last successful open has been reported: once is enough. */
+  private reported = false
 
-  constructor(private readonly config: pg.ClientConfig) {}
+  constructor(
+    private readonly config: pg.ClientConfig,
+    private readonly failed: (err: Error) => void,
+  ) {}
 
   /** Whether the lane can take a read now; opens its connection if it has none. */
   ready(): boolean {
@@ -92,17 +98,21 @@ class Lane {
   private connect(): void {
     const client = new pg.Client(this.config)
     this.client = client
-    const fail = () => {
+    const fail = (err?: Error) => {
       if (this.client !== client) return
       this.client = undefined
       this.open = false
       this.reopenAtMs = Date.now() + REOPEN_AFTER_MS
       void client.end().catch(() => {})
+      if (!this.reported) this.failed(err ?? new Error('the connection ended'))
+      this.reported = true
     }
     client.on('error', fail)
-    client.on('end', fail)
+    client.on('end', () => fail())
     client.connect().then(() => {
-      if (this.client === client) this.open = true
+      if (this.client !== client) return
+      this.open = true
+      this.reported = false
     }, fail)
   }
 }
