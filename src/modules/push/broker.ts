@@ -19,6 +19,11 @@ export interface PushEvent {
 }
 
 /** This node's live connections, as the broker sees them. */
+/** Runs `deliveries` gathered on `local` (see LocalFanout.gather), or as they are before the broker has one. */
+export function gatherOn<T>(local: LocalFanout | undefined, deliveries: () => T): T {
+  return local ? local.gather(deliveries) : deliveries()
+}
+
 export interface LocalFanout {
   /**
    * Hands an event to this node's connections subscribed to its channel in that account,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import type { LocalFanout, PublishResult, PushBroker, PushEvent, ReplayResult } from './broker.js'
+import { gatherOn, type LocalFanout, type PublishResult, type PushBroker, type PushEvent, type ReplayResult } from './broker.js'
 import { LuaScript, publishLua } from './redis-scripts.js'
 
 export interface RedisPushBrokerOptions {
@@ -306,11 +306,9 @@ export class RedisPushBroker implements PushBroker {
 
   /** Hands events out in the order given, each connection getting its share in one write. */
   private handAll(received: readonly Received[]): void {
-    const handEach = () => {
+    gatherOn(this.local, () => {
       for (const { subscription, event } of received) this.hand(subscription, event)
-    }
-    if (this.local) this.local.gather(handEach)
-    else handEach()
+    })
   }
 
   private hand(subscription: Subscription, event: PushEvent): void {

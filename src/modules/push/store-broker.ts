@@ -3,7 +3,7 @@ import type { Logger } from 'pino'
 import type { Clock } from '../../platform/clock.js'
 import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
-import type { LocalFanout, PublishResult, PushBroker, PushEvent, ReplayResult } from './broker.js'
+import { gatherOn, type LocalFanout, type PublishResult, type PushBroker, type PushEvent, type ReplayResult } from './broker.js'
 import { findLastIssuedId, findTrimmedThrough, insertEvents, listEventsAfter, type HistoryRow } from './history-queries.js'
 import { HistoryTrimmer, type HistoryTrimmerOptions } from './history-trimmer.js'
 import { HistoryWriter } from './history-writer.js'
@@ -43,7 +43,7 @@ export class StorePushBroker implements PushBroker {
         return { id, delivered }
       },
       // The events of one write reach each connection in one socket write.
-      (storeAll) => (this.local ? this.local.gather(storeAll) : storeAll()),
+      (storeAll) => gatherOn(this.local, storeAll),
     )
   }
 
