@@ -254,8 +254,8 @@ function openPostgres(url: string, schema: string | undefined, logger: Logger | 
     typeParser,
     (err) => logger?.warn({ err }, 'a connection for pipelined reads failed; they take pool connections until it is open again'),
   )
-  runPreparedQueriesDirectly(db, async (text, parameters) => {
-    const rows = pipelined.run(text, parameters as unknown[])
+  runPreparedQueriesDirectly(db, async (name, text, parameters) => {
+    const rows = name === undefined ? undefined : pipelined.run(name, text, parameters as unknown[])
     if (rows !== undefined) return rows
     const client = await pool.connect()
     try {

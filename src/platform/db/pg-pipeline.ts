@@ -1,7 +1,6 @@
 import type { Socket } from 'node:net'
 import pg from 'pg'
 import { runNamed, type TypeParserLookup } from './pg-named.js'
-import { statementName } from './prepared.js'
 
 /** Two, so that PostgreSQL can run the reads on two cores; each is one backend process. */
 const LANES = 2
@@ -30,12 +29,11 @@ export class PipelinedReads {
     this.lanes = Array.from({ length: LANES }, () => new Lane({ ...config, pipeline: true }, failed))
   }
 
-  /** The rows of a prepared query's text, or undefined when no lane can take it now. */
-  run(text: string, values: unknown[]): Promise<unknown[]> | undefined {
-    const name = statementName(text)
-    const lane = name === undefined || this.closed ? undefined : this.laneOfThisTurn()
+  /** The rows of a prepared query's named statement, or undefined when no lane can take it now. */
+  run(name: string, text: string, values: unknown[]): Promise<unknown[]> | undefined {
+    const lane = this.closed ? undefined : this.laneOfThisTurn()
     if (lane === undefined) return undefined
-    return runNamed(lane.client!, name!, text, values, this.parserFor).then((result) => result.rows)
+    return runNamed(lane.client!, name, text, values, this.parserFor).then((result) => result.rows)
   }
 
   async close(): Promise<void> {

@@ -17,7 +17,7 @@ export function prepareQuery<P extends unknown[], O>(
   arity: P['length'],
   build: (db: Kysely<DB>, ...values: P) => Compilable<O>,
 ): PreparedQuery<P, O> {
-  const compiled = new WeakMap<Kysely<DB>, { query: CompiledQuery<O>; slots: (number | undefined)[] }>()
+  const compiled = new WeakMap<Kysely<DB>, { query: CompiledQuery<O>; slots: (number | undefined)[]; name: string | undefined }>()
   return async (db, ...values) => {
     let prepared = compiled.get(db)
     if (!prepared) {
@@ -26,20 +26,19 @@ export function prepareQuery<P extends unknown[], O>(
       const slots = query.parameters.map((parameter) => (parameter instanceof Placeholder ? placeholders.indexOf(parameter) : undefined))
       const used = new Set(slots.filter((slot) => slot !== undefined))
       if (used.size !== arity) throw new Error(`prepareQuery: ${arity - used.size} of ${arity} values do not reach the SQL as parameters`)
-      prepared = { query, slots }
-      nameStatement(query.sql)
+      prepared = { query, slots, name: nameStatement(query.sql) }
       compiled.set(db, prepared)
     }
-    const { query, slots } = prepared
+    const { query, slots, name } = prepared
     const parameters = query.parameters.map((constant, i) => (slots[i] === undefined ? constant : values[slots[i]]))
     const direct = directRunners.get(db)
-    if (direct !== undefined) return direct(query.sql, parameters) as Promise<O[]>
+    if (direct !== undefined) return direct(name, query.sql, parameters) as Promise<O[]>
     return (await db.executeQuery<O>({ ...query, parameters })).rows
   }
 }
 
-/** Runs a statement's text with its parameters on a connection of the store's own: the rows. */
-export type DirectRunner = (text: string, parameters: readonly unknown[]) => Promise<unknown[]>
+/** Runs a statement (named, unless too many texts are) with its parameters on a connection of the store's own: the rows. */
+export type DirectRunner = (name: string | undefined, text: string, parameters: readonly unknown[]) => Promise<unknown[]>
 
 const directRunners = new WeakMap<Kysely<DB>, DirectRunner>()
 
@@ -64,8 +63,10 @@ const statementNames = new Map<string, string>()
 /** Far above the texts that prepareQuery and executeNamed are given; past it, texts run unnamed. */
 const MAX_NAMED_TEXTS = 64
 
-function nameStatement(text: string): void {
+/** The name `text` goes by from now on; undefined once MAX_NAMED_TEXTS are named. */
+function nameStatement(text: string): string | undefined {
   if (!statementNames.has(text) && statementNames.size < MAX_NAMED_TEXTS) statementNames.set(text, `prepared_${statementNames.size + 1}`)
+  return statementNames.get(text)
 }
 
 /**
