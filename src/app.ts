@@ -133,7 +133,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     jwtSecret: config.jwtSecret,
     corsOrigins: config.pushCorsOrigins,
     pingIntervalMs: config.pushPingIntervalMs,
-    coalesceWrites: config.pushCoalesceWrites ?? false,
+    coalesceWrites: config.pushCoalesceWrites ?? 'auto',
   }, metrics)
   const accountsDeps = { db: store.db, clock, sessions, allowSignup: config.allowSignup, signupCredits: config.signupCredits }
 

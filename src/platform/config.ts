@@ -70,17 +70,21 @@ export interface Config {
   /** How often an idle push stream gets a `: ping` comment, so proxies keep it open. */
   pushPingIntervalMs: number
   /**
-   * Lets the kernel coalesce a push stream's events that follow each other within a round
-   * trip (Nagle's algorithm, as nginx does for streamed responses): fewer packets and less
-   * CPU at high event rates per stream, for a delay of up to the client's delayed ACK on
-   * such events. Off (TCP_NODELAY, every event sent at once) unless set.
+   * Whether live push streams let the kernel coalesce events that follow each other within
+   * a round trip (Nagle's algorithm, as nginx does for streamed responses): fewer packets
+   * and less CPU at high event rates, for a delay of up to the client's delayed ACK on
+   * such events. `auto` (PUSH_COALESCE_WRITES=auto, the default): only while the node's
+   * event loop is busy; `always` (true); `never` (false): every event sent at once.
    */
-  pushCoalesceWrites?: boolean
+  pushCoalesceWrites?: 'auto' | 'always' | 'never'
   /** GET /metrics (Prometheus text format) exists only when true; absent: off. */
   metricsEnabled?: boolean
   /** When set, GET /metrics requires `Authorization: Bearer <metricsToken>`. */
   metricsToken?: string | undefined
 }
+
+/** PUSH_COALESCE_WRITES as written, and what it means. */
+const COALESCE_MODES = { auto: 'auto', true: 'always', false: 'never' } as const
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -160,7 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pushHistoryTtlS: read.integer('PUSH_HISTORY_TTL_S', 86_400, 60, 30 * 86_400),
     pushCorsOrigins: read.origins('PUSH_CORS_ORIGINS', '*'),
     pushPingIntervalMs: read.integer('PUSH_PING_INTERVAL_MS', 15_000, 100, 300_000),
-    pushCoalesceWrites: read.boolean('PUSH_COALESCE_WRITES', false),
+    pushCoalesceWrites: COALESCE_MODES[read.oneOf('PUSH_COALESCE_WRITES', 'auto', ['auto', 'true', 'false'] as const)],
     metricsEnabled: read.boolean('METRICS_ENABLED', false),
     metricsToken: read.optional('METRICS_TOKEN'),
   } satisfies Config

@@ -104,7 +104,7 @@ describe('loadConfig', () => {
       pushHistoryTtlS: 86_400,
       pushCorsOrigins: ['*'],
       pushPingIntervalMs: 15_000,
-      pushCoalesceWrites: false,
+      pushCoalesceWrites: 'auto',
     })
     const config = loadConfig({
       JWT_SECRET: SECRET,
@@ -119,7 +119,7 @@ describe('loadConfig', () => {
       pushHistoryTtlS: 3600,
       pushCorsOrigins: ['https://app.example.com', 'http://localhost:5173'],
       pushPingIntervalMs: 5000,
-      pushCoalesceWrites: true,
+      pushCoalesceWrites: 'always',
     })
     const error = configError({
       JWT_SECRET: SECRET,

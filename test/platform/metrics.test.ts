@@ -158,6 +158,7 @@ describe('GET /metrics with METRICS_ENABLED=true and METRICS_TOKEN set', () => {
       outbox_relay_lag_seconds: 'gauge',
       contact_import_rows_total: 'counter',
       push_open_streams: 'gauge',
+      push_coalescing_writes: 'gauge',
       push_publishes_total: 'counter',
       push_deliveries_total: 'counter',
       push_slow_consumers_dropped_total: 'counter',
@@ -248,6 +249,8 @@ describe('GET /metrics with METRICS_ENABLED=true and METRICS_TOKEN set', () => {
       const { families } = await scrape()
       const delta = (name: string) => valueOf(families, name) - valueOf(before, name)
       expect(valueOf(families, 'push_open_streams')).toBe(1)
+      // PUSH_COALESCE_WRITES=auto: on a node idle for a second or two, every event is sent at once.
+      await expect.poll(async () => valueOf((await scrape()).families, 'push_coalescing_writes'), { timeout: 3_000, interval: 50 }).toBe(0)
       expect({ publishes: delta('push_publishes_total'), deliveries: delta('push_deliveries_total'), dropped: delta('push_slow_consumers_dropped_total') }).toEqual({ publishes: 1, deliveries: 1, dropped: 0 })
     } finally {
       reader.close()

@@ -1,7 +1,8 @@
 import { pino } from 'pino'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { ManualClock } from '../../platform/clock.js'
-import { Hub, PING_SLICE } from './hub.js'
+import { COALESCE_FROM_BUSY_SHARE, COALESCE_UNTIL_BUSY_SHARE, WriteCoalescing } from './coalescing.js'
+import { COALESCE_SLICE, Hub, PING_SLICE } from './hub.js'
 import type { PushMetrics } from './metrics.js'
 import type { PushEvent } from './broker.js'
 import { chunkOf, encodeEvent, type PushStream } from './stream.js'
@@ -17,6 +18,8 @@ class FakeStream {
   readonly isClosed = false
   readonly brokerOpened = false
   pings = 0
+  /** Every coalescing decision the hub handed this stream. */
+  readonly coalescing: boolean[] = []
 
   constructor(n: number | string[]) {
     this.channels = typeof n === 'number' ? [`c${n}`] : n
@@ -30,6 +33,10 @@ class FakeStream {
 
   send(events: readonly PushEvent[], frame: Buffer, chunk: Buffer): void {
     this.writes.push({ ids: events.map((e) => e.id), frame: frame.toString(), chunk: chunk.toString() })
+  }
+
+  coalesceWrites(on: boolean): void {
+    this.coalescing.push(on)
   }
 
   expire(): void {}
@@ -47,7 +54,7 @@ describe('Hub pings', () => {
   })
 
   function hubWith(streams: number, pingIntervalMs: number) {
-    const hub = new Hub({ closed: async () => {} }, clock, pino({ level: 'silent' }), { pingIntervalMs, metrics })
+    const hub = new Hub({ closed: async () => {} }, clock, pino({ level: 'silent' }), { pingIntervalMs, metrics, coalescing: new WriteCoalescing('never') })
     const all = Array.from({ length: streams }, (_, n) => fakeStream(n))
     for (const stream of all) hub.add(stream)
     hub.start()
@@ -99,7 +106,7 @@ describe('Hub gathering', () => {
   const framed = (...events: PushEvent[]) => events.map((e) => encodeEvent(e).toString()).join('')
 
   it('writes what one gathering delivered to each stream once, in delivery order, and counts each event as delivered', () => {
-    const hub = new Hub({ closed: async () => {} }, clock, pino({ level: 'silent' }), { pingIntervalMs: 15_000, metrics })
+    const hub = new Hub({ closed: async () => {} }, clock, pino({ level: 'silent' }), { pingIntervalMs: 15_000, metrics, coalescing: new WriteCoalescing('never') })
     const onA = [fakeStream(['a']), fakeStream(['a'])]
     const onAB = fakeStream(['a', 'b'])
     const onC = fakeStream(['c'])
@@ -118,5 +125,59 @@ describe('Hub gathering', () => {
     // Outside a gathering, each delivery is written at once.
     hub.deliver('acc', event(5, 'c'))
     expect(onC.writes.map((w) => w.ids)).toEqual([['4'], ['5']])
+  })
+})
+
+describe('Hub write coalescing (PUSH_COALESCE_WRITES=auto)', () => {
+  beforeEach(() => {
+    vi.useFakeTimers()
+  })
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  it('switches every stream, a slice per turn, when the event loop has been busy for a second, and back once it is mostly idle', () => {
+    // The busy share of each second, as the event loop would report it.
+    const shares = [0.2, COALESCE_FROM_BUSY_SHARE - 0.01, COALESCE_FROM_BUSY_SHARE, 0.4, COALESCE_UNTIL_BUSY_SHARE + 0.01, COALESCE_UNTIL_BUSY_SHARE, 0.4]
+    const coalescing = new WriteCoalescing('auto', () => shares.shift()!)
+    const hub = new Hub({ closed: async () => {} }, clock, pino({ level: 'silent' }), { pingIntervalMs: 60_000, metrics, coalescing })
+    const all = Array.from({ length: COALESCE_SLICE * 2 + 7 }, (_, n) => fakeStream(n))
+    for (const stream of all) hub.add(stream)
+    hub.start()
+    const decisions = () => new Set(all.map((s) => JSON.stringify(s.coalescing)))
+
+    // Two seconds below the bar: nothing changes.
+    vi.advanceTimersByTime(2000)
+    expect(hub.coalescesWrites).toBe(false)
+    expect(decisions()).toEqual(new Set(['[]']))
+
+    // The third second reaches it: the first slice at once, the rest in later turns.
+    vi.advanceTimersByTime(1000)
+    expect(hub.coalescesWrites).toBe(true)
+    expect(all.filter((s) => s.coalescing.length === 1)).toHaveLength(COALESCE_SLICE)
+    vi.advanceTimersByTime(50)
+    expect(decisions()).toEqual(new Set(['[true]']))
+
+    // Busy shares between the two bars keep it on; only at or below the lower one does it stop.
+    vi.advanceTimersByTime(1950)
+    expect(hub.coalescesWrites).toBe(true)
+    vi.advanceTimersByTime(1000)
+    expect(hub.coalescesWrites).toBe(false)
+    vi.advanceTimersByTime(50)
+    expect(decisions()).toEqual(new Set(['[true,false]']))
+    // And 0.4 alone does not start it again.
+    vi.advanceTimersByTime(1000)
+    expect(hub.coalescesWrites).toBe(false)
+    hub.stop()
+  })
+
+  it('never samples the event loop when set to always or never', () => {
+    const probe = vi.fn(() => 1)
+    for (const mode of ['always', 'never'] as const) {
+      const coalescing = new WriteCoalescing(mode, probe)
+      expect(coalescing.sample()).toBe(false)
+      expect(coalescing.isOn).toBe(mode === 'always')
+    }
+    expect(probe).not.toHaveBeenCalled()
   })
 })

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import type { Clock } from '../../platform/clock.js'
 import type { LocalFanout, PushBroker, PushEvent } from './broker.js'
+import type { WriteCoalescing } from './coalescing.js'
 import type { PushMetrics } from './metrics.js'
 import { chunkOf, encodeEvent, type PushStream, type StreamOwner } from './stream.js'
 
@@ -8,6 +9,8 @@ export interface HubOptions {
   /** A `: ping` comment goes to every stream this often. */
   pingIntervalMs: number
   metrics: PushMetrics
+  /** Whether live streams coalesce their writes; sampled once a second. */
+  coalescing: WriteCoalescing
 }
 
 /**
@@ -17,6 +20,8 @@ export interface HubOptions {
  * turn of the event loop between them in which requests and publishes go first.
  */
 export const PING_SLICE = 16
+/** Streams switched to or from coalescing in one turn of the event loop (a setsockopt each, about a microsecond). */
+export const COALESCE_SLICE = 512
 /** How often the hub pings its next share of the streams. */
 const PING_TICK_MS = 100
 
@@ -54,6 +59,9 @@ export class Hub implements LocalFanout, StreamOwner {
   private readonly ticksPerExpiryCheck: number
   private ticks = 0
   private readonly metrics: PushMetrics
+  private readonly coalescing: WriteCoalescing
+  /** Where switching the streams to the current coalescing decision left off. */
+  private coalesceCursor: Iterator<PushStream> | undefined
   /** While gather() runs: per subscriber set (one account's channel), what it is to get. */
   private gathered: Map<Set<PushStream>, Gathered[]> | undefined
   private gatheredCount = 0
@@ -72,6 +80,12 @@ export class Hub implements LocalFanout, StreamOwner {
     this.ticksPerPing = Math.max(1, Math.round(options.pingIntervalMs / this.tickMs))
     this.ticksPerExpiryCheck = Math.max(1, Math.round(1000 / this.tickMs))
     this.metrics = options.metrics
+    this.coalescing = options.coalescing
+  }
+
+  /** Whether live streams coalesce their writes now: a stream that goes live follows it. */
+  get coalescesWrites(): boolean {
+    return this.coalescing.isOn
   }
 
   start(): void {
@@ -84,6 +98,7 @@ export class Hub implements LocalFanout, StreamOwner {
     this.timer = undefined
     this.pingsDue = 0
     this.pingCursor = undefined
+    this.coalesceCursor = undefined
     this.closeAll()
   }
 
@@ -207,6 +222,12 @@ export class Hub implements LocalFanout, StreamOwner {
       for (const [expiresAtS, streams] of this.expiring) {
         if (expiresAtS <= nowS) for (const stream of [...streams]) stream.expire()
       }
+      if (this.coalescing.sample()) {
+        // A new decision: every stream again from the start, whatever the last sweep reached.
+        const sweeping = this.coalesceCursor !== undefined
+        this.coalesceCursor = this.openStreams()
+        if (!sweeping) this.coalesceSlice()
+      }
     }
     // Each stream once per ping interval: a share of them at each of its ticks.
     const size = this.size
@@ -237,6 +258,19 @@ export class Hub implements LocalFanout, StreamOwner {
       this.pingSliceScheduled = true
       setImmediate(this.pingSlice)
     }
+  }
+
+  private readonly coalesceSlice = (): void => {
+    const on = this.coalescing.isOn
+    for (let n = 0; n < COALESCE_SLICE; n++) {
+      const next = this.coalesceCursor?.next()
+      if (next === undefined || next.done === true) {
+        this.coalesceCursor = undefined
+        return
+      }
+      next.value.coalesceWrites(on)
+    }
+    setImmediate(this.coalesceSlice)
   }
 
   /** Every open stream; a stream that closes meanwhile is skipped, one that opens is reached. */

@@ -7,12 +7,19 @@ export class PushMetrics {
   private readonly deliveries: Counter
   private readonly dropped: Counter
 
-  constructor(metrics: Metrics, openStreams: () => number) {
+  constructor(metrics: Metrics, openStreams: () => number, coalescing: () => boolean) {
     metrics.gauge({
       name: 'push_open_streams',
       help: 'Push (SSE) streams open on this node.',
       collect() {
         this.set(openStreams())
+      },
+    })
+    metrics.gauge({
+      name: 'push_coalescing_writes',
+      help: "1 while this node's live push streams coalesce their writes (PUSH_COALESCE_WRITES: always, or auto while the node is busy), else 0.",
+      collect() {
+        this.set(coalescing() ? 1 : 0)
       },
     })
     this.publishes = metrics.counter({ name: 'push_publishes_total', help: 'Events published through POST /v1/push/publish on this node.' })

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net'
 import { EventSource } from 'eventsource'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createKey, expectWholeProblem, signUp, type TestAccount } from '../../../test/support/fixtures.js'
 import { startServer, type TestServer } from '../../../test/support/harness.js'
 import { issuePushToken, openEventSource, publishPush, pushStreamUrl, SseReader } from '../../../test/support/sse.js'
@@ -206,34 +206,55 @@ describe('CORS with a list of origins', () => {
   })
 })
 
-describe('GET /v1/push/stream with PUSH_COALESCE_WRITES=true', () => {
+describe('GET /v1/push/stream and PUSH_COALESCE_WRITES', () => {
   let coalescing: TestServer
   beforeAll(async () => {
-    coalescing = await startServer({ config: { pushCoalesceWrites: true } })
+    coalescing = await startServer({ config: { pushCoalesceWrites: 'always' } })
   })
   afterAll(() => coalescing?.close())
 
   /** Whether Nagle's algorithm is off on the server's side of the next connection, read once its stream is live. */
-  async function noDelayOfStream(target: TestServer, key: string, channel: string): Promise<{ reader: SseReader; noDelay: unknown }> {
+  async function noDelayOfStream(target: TestServer, key: string, channel: string): Promise<{ reader: SseReader; noDelay: () => unknown }> {
     const token = await issuePushToken(target, key, [channel])
     // Each reader opens a connection of its own; the server's side of it is the next one.
     const accepted = new Promise<Socket>((resolve) => target.app.server.once('connection', resolve))
     const reader = await open(pushStreamUrl(target, token))
     expect(JSON.parse((await reader.waitForConnected()).data)).toEqual({ channels: [channel], recovered: true })
     const socket = await accepted
-    // net.Socket keeps its TCP_NODELAY setting under this symbol; Node has no public getter.
-    const kSetNoDelay = Object.getOwnPropertySymbols(socket).find((symbol) => symbol.description === 'kSetNoDelay')!
-    return { reader, noDelay: (socket as unknown as Record<symbol, unknown>)[kSetNoDelay] }
+    return { reader, noDelay: () => noDelayOf(socket) }
   }
 
-  it('turns Nagle on for a live stream (off by default), and sends connected and every event of a quick run, in order', async () => {
-    const plain = await noDelayOfStream(server, alice.key, 'nagle-default')
-    expect(plain.noDelay).toBe(true)
+  /** net.Socket keeps its TCP_NODELAY setting under a symbol; Node has no public getter. */
+  function noDelayOf(socket: Socket): unknown {
+    const kSetNoDelay = Object.getOwnPropertySymbols(socket).find((symbol) => symbol.description === 'kSetNoDelay')!
+    return (socket as unknown as Record<symbol, unknown>)[kSetNoDelay]
+  }
+
+  it('auto (the default): sends each event at once while the node is idle, coalesces while its event loop is busy, and stops again', async () => {
+    const { reader, noDelay } = await noDelayOfStream(server, alice.key, 'nagle-default')
+    // The tests before this one may have kept the event loop busy: idle, it sends at once within two seconds.
+    await vi.waitFor(() => expect(noDelay()).toBe(true), { timeout: 3000, interval: 50 })
+    // The test shares the server's event loop: keep it busy 90 % of the time for two seconds.
+    const until = Date.now() + 2200
+    while (Date.now() < until) {
+      const slice = Date.now() + 45
+      while (Date.now() < slice);
+      await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+    expect(noDelay()).toBe(false)
+    await publishPush(server, alice.key, 'nagle-default', 'n', { n: 1 })
+    await reader.waitForEvents(1)
+    expect(JSON.parse(reader.events[0]!.data)).toEqual({ n: 1 })
+    // Idle again: within two seconds every event leaves at once again.
+    await vi.waitFor(() => expect(noDelay()).toBe(true), { timeout: 3000, interval: 50 })
+  })
+
+  it('always: turns Nagle on for a live stream, and sends connected and every event of a quick run, in order', async () => {
 
     const account = await signUp(coalescing)
     const key = await createKey(coalescing, account)
     const { reader, noDelay } = await noDelayOfStream(coalescing, key, 'quick')
-    expect(noDelay).toBe(false)
+    expect(noDelay()).toBe(false)
     for (let n = 0; n < 20; n++) await publishPush(coalescing, key, 'quick', 'n', { n })
     await reader.waitForEvents(20)
     expect(reader.events.map((e) => JSON.parse(e.data).n)).toEqual(Array.from({ length: 20 }, (_, n) => n))

@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import type { Clock } from '../../platform/clock.js'
 import type { Metrics } from '../../platform/metrics/registry.js'
 import type { PushBroker } from './broker.js'
+import { WriteCoalescing, type CoalesceMode } from './coalescing.js'
 import { Hub } from './hub.js'
 import { PushMetrics } from './metrics.js'
 import { pushRoutes } from './routes.js'
@@ -15,7 +16,7 @@ export interface PushOptions {
   corsOrigins: readonly string[]
   pingIntervalMs: number
   /** PUSH_COALESCE_WRITES. */
-  coalesceWrites: boolean
+  coalesceWrites: CoalesceMode
 }
 
 /**
@@ -33,8 +34,12 @@ export class Push {
     private readonly options: PushOptions,
     metrics: Metrics,
   ) {
-    this.metrics = new PushMetrics(metrics, () => this.hub.size)
-    this.hub = new Hub(broker, clock, logger, { pingIntervalMs: options.pingIntervalMs, metrics: this.metrics })
+    this.metrics = new PushMetrics(metrics, () => this.hub.size, () => this.hub.coalescesWrites)
+    this.hub = new Hub(broker, clock, logger, {
+      pingIntervalMs: options.pingIntervalMs,
+      metrics: this.metrics,
+      coalescing: new WriteCoalescing(options.coalesceWrites),
+    })
   }
 
   async register(app: FastifyInstance): Promise<void> {
@@ -44,7 +49,6 @@ export class Push {
       logger: this.logger,
       tokens: createPushTokenSigner(this.options.jwtSecret, this.clock),
       corsOrigins: this.options.corsOrigins,
-      coalesceWrites: this.options.coalesceWrites,
       metrics: this.metrics,
     }
     await app.register(pushRoutes, { deps })

@@ -120,6 +120,16 @@ export class PushStream {
     if (this.pendingBytes > MAX_BUFFERED_BYTES) this.cutSlowConsumer()
   }
 
+  /**
+   * Lets the kernel coalesce this stream's writes (Nagle's algorithm), or sends each at
+   * once again (which also sends what is held). Only a live stream: `connected` and a
+   * replay always go out at once.
+   */
+  coalesceWrites(on: boolean): void {
+    if (this.isClosed || this.pending !== null) return
+    this.raw.socket?.setNoDelay(!on)
+  }
+
   ping(): void {
     if (!this.isClosed) this.writeFramed(PING_FRAME, PING_CHUNK)
   }

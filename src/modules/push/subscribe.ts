@@ -9,8 +9,6 @@ export interface SubscribeDeps {
   broker: PushBroker
   hub: Hub
   logger: Logger
-  /** Nagle's algorithm on live streams (PUSH_COALESCE_WRITES). */
-  coalesceWrites: boolean
 }
 
 /**
@@ -50,7 +48,7 @@ export async function subscribe(
     // recovered: nothing was missed on a first connection; otherwise, whether history held it all.
     await stream.goLive(encodeConnected(grant.channels, replay?.complete ?? true), replay?.events ?? [], broker)
     // Only once live: `connected` and the replay go out at once, never held for an ACK.
-    if (deps.coalesceWrites && !stream.isClosed) raw.socket?.setNoDelay(false)
+    if (hub.coalescesWrites) stream.coalesceWrites(true)
   } catch (err) {
     deps.logger.error({ err }, 'opening a push stream failed; the client reconnects with Last-Event-ID')
     stream.abort()
