@@ -36,8 +36,10 @@ const MESSAGES_CACHED = 1000
 /**
  * Claimed recipients leave the queue's index on PostgreSQL only at VACUUM: until then each
  * claim walks the entries of every recipient handed over before it (a broadcast of a
- * million makes that quadratic). The dispatcher reclaims them when the queue drains after
- * this many hand-offs, and during a long run after RECLAIM_DURING_RUN.
+ * million makes that quadratic). And the receipts look parts up by the carrier's ids, a
+ * plan that needs statistics taken since the parts table grew. The dispatcher vacuums and
+ * analyzes both tables when the queue drains after this many hand-offs, and during a long
+ * run after RECLAIM_DURING_RUN.
  */
 const RECLAIM_AFTER_DRAIN = 10_000
 const RECLAIM_DURING_RUN = 200_000
@@ -69,7 +71,7 @@ export class Dispatcher {
     private readonly logger: Logger,
     private readonly options: DispatcherOptions,
   ) {
-    this.reclaimStatement = deps.dialect.reclaimSpace('message_recipients')
+    this.reclaimStatement = deps.dialect.reclaimSpace(['message_recipients', 'carrier_parts'])
   }
 
   register(): void {
