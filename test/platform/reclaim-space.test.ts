@@ -53,7 +53,7 @@ describe('reclaiming a queue table after a bulk change', () => {
     const { db, dialect } = server.app.platform.store
     const counts = async () =>
       (
-        await sql<{ relname: string; vacuums: number; analyzes: number }>`select relname, vacuum_count::int as vacuums, analyze_count::int as analyzes from pg_stat_user_tables where relname in ('message_recipients', 'carrier_parts') order by relname`.execute(db)
+        await sql<{ relname: string; vacuums: number; analyzes: number }>`select relname, vacuum_count::int as vacuums, analyze_count::int as analyzes from pg_stat_user_tables where relid in ('message_recipients'::regclass, 'carrier_parts'::regclass) order by relname`.execute(db)
       ).rows
     const before = await counts()
     expect(before).toHaveLength(2)

@@ -170,6 +170,22 @@ describe('POST /v1/sms/send', () => {
     await topUp(server, dave.accountId, 10) // 108
     expect(await lowBalance(() => send({ ...one, content: 'x'.repeat(1377) }, daveKey))).toEqual([{ balance: 99, threshold: 100, at: expect.any(String) }])
   })
+
+  it('fires LowBalance once when concurrent sends cross the threshold together', async () => {
+    const frank = await signUp(server)
+    const frankKey = await createKey(server, frank)
+    await topUp(server, frank.accountId, 105)
+    const events = await probe.eventsDuring(frank.accountId, () =>
+      Promise.all(Array.from({ length: 10 }, (_, i) => send({ recipients: [`+1415555${String(3000 + i).padStart(4, '0')}`], content: 'hi', senderId: 'Acme' }, frankKey))),
+    )
+    expect(await balanceOf(frankKey)).toBe(95)
+    const crossings = events.filter((e) => e.type === 'LowBalance').map((e) => e.data as { balance: number; threshold: number })
+    expect(crossings).toHaveLength(1)
+    // The balance after the debit (or group of debits) that crossed: below the threshold, and no lower than the end.
+    expect(crossings[0]!.threshold).toBe(100)
+    expect(crossings[0]!.balance).toBeGreaterThanOrEqual(95)
+    expect(crossings[0]!.balance).toBeLessThan(100)
+  })
 })
 
 describe('Idempotency-Key', () => {

@@ -29,7 +29,8 @@ export interface SendOutcome {
  * Validates, prices and queues a send: one transaction inserts the message and its
  * recipients and debits segments x recipients, or does none of it (402, 422); on
  * PostgreSQL a paid send is one statement, so the account's balance row is locked only
- * while it commits. Opted-out recipients are skipped and not charged. With an
+ * while it commits, and sends of one account that arrive meanwhile share the next
+ * statement (debitWith). Opted-out recipients are skipped and not charged. With an
  * Idempotency-Key, a repeat answers the first response and changes nothing.
  */
 export async function sendSms(deps: MessagingDeps, sender: Sender, body: SendSmsBody, idempotencyKey?: string): Promise<SendOutcome> {
