@@ -233,7 +233,7 @@ describe('GET /v1/push/stream and PUSH_COALESCE_WRITES', () => {
   it('auto (the default): sends each event at once while the node is idle, coalesces while its event loop is busy, and stops again', async () => {
     const { reader, noDelay } = await noDelayOfStream(server, alice.key, 'nagle-default')
     // The tests before this one may have kept the event loop busy: idle, it sends at once within two seconds.
-    await vi.waitFor(() => expect(noDelay()).toBe(true), { timeout: 3000, interval: 50 })
+    await vi.waitFor(() => expect(noDelay()).toBe(true), { timeout: 10_000, interval: 50 })
     // The test shares the server's event loop: keep it busy 90 % of the time for two seconds.
     const until = Date.now() + 2200
     while (Date.now() < until) {
@@ -245,8 +245,8 @@ describe('GET /v1/push/stream and PUSH_COALESCE_WRITES', () => {
     await publishPush(server, alice.key, 'nagle-default', 'n', { n: 1 })
     await reader.waitForEvents(1)
     expect(JSON.parse(reader.events[0]!.data)).toEqual({ n: 1 })
-    // Idle again: within two seconds every event leaves at once again.
-    await vi.waitFor(() => expect(noDelay()).toBe(true), { timeout: 3000, interval: 50 })
+    // Idle again: within a second or two (more on a loaded machine) every event leaves at once again.
+    await vi.waitFor(() => expect(noDelay()).toBe(true), { timeout: 10_000, interval: 50 })
   })
 
   it('always: turns Nagle on for a live stream, and sends connected and every event of a quick run, in order', async () => {
