@@ -213,7 +213,7 @@ describe('GET /v1/push/stream and PUSH_COALESCE_WRITES', () => {
   })
   afterAll(() => coalescing?.close())
 
-  /** Whether Nagle's algorithm is off on the server's side of the next connection, read once its stream is live. */
+  /** Opens a stream; noDelay() reads whether Nagle's algorithm is off on the server's side of its connection. */
   async function noDelayOfStream(target: TestServer, key: string, channel: string): Promise<{ reader: SseReader; noDelay: () => unknown }> {
     const token = await issuePushToken(target, key, [channel])
     // Each reader opens a connection of its own; the server's side of it is the next one.
@@ -232,7 +232,7 @@ describe('GET /v1/push/stream and PUSH_COALESCE_WRITES', () => {
 
   it('auto (the default): sends each event at once while the node is idle, coalesces while its event loop is busy, and stops again', async () => {
     const { reader, noDelay } = await noDelayOfStream(server, alice.key, 'nagle-default')
-    // The tests before this one may have kept the event loop busy: idle, it sends at once within two seconds.
+    // The tests before this one may have kept the event loop busy: once it is idle, events leave at once again.
     await vi.waitFor(() => expect(noDelay()).toBe(true), { timeout: 10_000, interval: 50 })
     // The test shares the server's event loop: keep it busy 90 % of the time for two seconds.
     const until = Date.now() + 2200
@@ -250,7 +250,6 @@ describe('GET /v1/push/stream and PUSH_COALESCE_WRITES', () => {
   })
 
   it('always: turns Nagle on for a live stream, and sends connected and every event of a quick run, in order', async () => {
-
     const account = await signUp(coalescing)
     const key = await createKey(coalescing, account)
     const { reader, noDelay } = await noDelayOfStream(coalescing, key, 'quick')

@@ -65,7 +65,8 @@ export interface Dialect {
    * costs every claim milliseconds until autovacuum comes round. And statistics taken while
    * a table was small make the planner scan a whole index range instead of looking up a
    * batch's keys (a receipts batch of 1,000 took 275 ms instead of 4 ms at a million
-   * parts). SQLite removes an entry when its row changes, and plans by its indexes.
+   * parts). SQLite removes an entry when its row changes, and its planner looks keys up
+   * without statistics.
    */
   reclaimSpace(tables: readonly string[]): RawBuilder<unknown> | undefined
   /**
