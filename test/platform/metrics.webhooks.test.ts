@@ -58,8 +58,10 @@ describe('webhook metrics', () => {
       .toEqual({ delivered: 1, failed: 1, timeout: 1 })
     expect(await sample(server, 'webhook_attempt_duration_seconds_count')).toBe(3)
     // The failed and timed-out deliveries wait for their retry a minute on: pending, not due yet.
-    expect(await sample(server, 'webhook_due_deliveries{scope="store"}')).toBe(0)
-    expect(await sample(server, 'webhook_oldest_due_age_seconds{scope="store"}')).toBe(0)
+    // Store-wide gauges are read at most every 5 s: a scrape above may have read the three
+    // deliveries between their fan-out and their claim, due then, and that value stands until the next read.
+    await expect.poll(() => sample(server, 'webhook_due_deliveries{scope="store"}'), { timeout: 10_000, interval: 250 }).toBe(0)
+    await expect.poll(() => sample(server, 'webhook_oldest_due_age_seconds{scope="store"}'), { timeout: 10_000, interval: 250 }).toBe(0)
   })
 
   it('count an attempt the SSRF guard refused', async () => {
