@@ -18,6 +18,8 @@ export type Answer =
   | { hang: true }
   /** Answers 200 and then sends body bytes forever. */
   | { endlessBody: true }
+  /** Answers 200, sends these bytes of the body, and never ends it. */
+  | { stalledBody: string }
 
 type Responder = (request: ReceivedRequest, nth: number) => Answer
 
@@ -92,6 +94,11 @@ export class HttpsReceiver {
       this.requests.push(request)
       const answer: Answer = (this.responders.get(path) ?? (() => ({ status: 200 })))(request, this.to(path).length)
       if ('hang' in answer) return
+      if ('stalledBody' in answer) {
+        res.writeHead(200, { 'content-type': 'text/plain' })
+        res.write(answer.stalledBody)
+        return
+      }
       if ('endlessBody' in answer) {
         res.writeHead(200, { 'content-type': 'text/plain' })
         const pump = () => {

@@ -209,6 +209,17 @@ describe('responses and connections', () => {
     await server.delete(`/v1/webhooks/${endless}`, { token: key })
   })
 
+  it('ends a body that stalls at the timeout, keeping the answer and what came of the body', async () => {
+    receiver.answer('/stalled', { stalledBody: 'partial' })
+    const id = await hook('/stalled')
+    await contactCreated()
+    const [log] = await waitForLogs(server, key, id, 1)
+    expect(log).toMatchObject({ attempt: 1, statusCode: 200, success: true, error: null, responseBody: 'partial' })
+    expect(log.durationMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 100)
+    expect(log.durationMs).toBeLessThan(TIMEOUT_MS + 1500)
+    await server.delete(`/v1/webhooks/${id}`, { token: key })
+  })
+
   it('reuses keep-alive connections to an endpoint', async () => {
     // A receiver of its own: its connections are this webhook's only.
     const own = await HttpsReceiver.start()

@@ -4,7 +4,7 @@ import type { Leases } from '../../platform/lease.js'
 import { recordAttempts, type AttemptOutcome } from './attempts.js'
 import type { WebhooksDeps } from './deps.js'
 import * as queries from './queries.js'
-import { sendAttempt } from './sender.js'
+import { sendAttempt, type SentAttempt } from './sender.js'
 
 export interface DeliveryWorkerOptions {
   timeoutMs: number
@@ -56,9 +56,8 @@ export class DeliveryWorker {
   private readonly held = new Map<string, number>()
   private inFlight = 0
   private readonly attempts = new Set<Promise<void>>()
-  private readonly cancels = new Map<string, AbortController>()
-  /** Attempts this worker cut short (shutdown, a lost claim), as opposed to timed out. */
-  private readonly interrupted = new WeakSet<AbortController>()
+  /** Attempts in flight, by delivery: so they can be cut short. */
+  private readonly sending = new Map<string, SentAttempt>()
   /** Finished attempts waiting for the recorder. */
   private finished: AttemptOutcome[] = []
   private recording: Promise<void> | undefined
@@ -114,7 +113,7 @@ export class DeliveryWorker {
     await this.loop
     // Attempts in flight end within the timeout; cut them short instead: their
     // deliveries are released and attempted again by the next run or another node.
-    for (const controller of this.cancels.values()) this.interrupt(controller, 'shutting down')
+    for (const sent of this.sending.values()) sent.interrupt('shutting down')
     await Promise.all(this.attempts)
     // What finished before is recorded, so it is not sent again.
     this.recordSoon()
@@ -211,25 +210,15 @@ export class DeliveryWorker {
   private lost(deliveryId: string): void {
     const waiting = this.queue.findIndex((d) => d.id === deliveryId)
     if (waiting >= 0) this.letGo(this.queue.splice(waiting, 1)[0]!)
-    else {
-      const controller = this.cancels.get(deliveryId)
-      if (controller) this.interrupt(controller, 'lease lost')
-    }
-  }
-
-  private interrupt(controller: AbortController, why: string): void {
-    this.interrupted.add(controller)
-    controller.abort(new Error(why))
+    else this.sending.get(deliveryId)?.interrupt('lease lost')
   }
 
   private begin(delivery: queries.ClaimedDelivery): void {
     this.inFlight++
-    const controller = new AbortController()
-    this.cancels.set(delivery.id, controller)
-    const attempt = this.attempt(delivery, controller)
+    const attempt = this.attempt(delivery)
       .catch((err: unknown) => this.logger.error({ err, deliveryId: delivery.id }, 'a webhook attempt failed unexpectedly; the delivery is attempted again when its claim runs out'))
       .finally(() => {
-        this.cancels.delete(delivery.id)
+        this.sending.delete(delivery.id)
         this.attempts.delete(attempt)
         this.inFlight--
         this.pump()
@@ -239,16 +228,18 @@ export class DeliveryWorker {
     this.attempts.add(attempt)
   }
 
-  private async attempt(delivery: queries.ClaimedDelivery, cancel: AbortController): Promise<void> {
+  private async attempt(delivery: queries.ClaimedDelivery): Promise<void> {
     const at = this.deps.clock.now()
-    let result
+    let sent, result
     try {
-      result = await sendAttempt(this.agent, { endpoint: delivery.endpoint, eventId: delivery.eventId, body: delivery.payload, secrets: delivery.secrets }, at, this.options.timeoutMs, cancel)
+      sent = sendAttempt(this.agent, { endpoint: delivery.endpoint, eventId: delivery.eventId, body: delivery.payload, secrets: delivery.secrets }, at, this.options.timeoutMs)
+      this.sending.set(delivery.id, sent)
+      result = await sent.result
     } catch (err) {
       this.letGo(delivery)
       throw err
     }
-    if (this.interrupted.has(cancel) && !result.success) {
+    if (sent.interruptedBy !== undefined && !result.success) {
       // Shutting down, or the claim was lost: the delivery is attempted again, by this node's
       // next run or another. An answer that came in time is still recorded.
       this.letGo(delivery)
