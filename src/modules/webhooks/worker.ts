@@ -17,7 +17,10 @@ export interface DeliveryWorkerOptions {
   idlePollMs: number
 }
 
-/** Attempts recorded in one transaction at most. */
+/**
+ * Attempts recorded in one transaction at most; a full batch is recorded at once. Fewer,
+ * larger transactions write each shared page of the store once for more attempts.
+ */
 const RECORD_BATCH = 256
 /** How long a finished attempt may wait for others to share its transaction. */
 const RECORD_DELAY_MS = 20
@@ -258,7 +261,7 @@ export class DeliveryWorker {
    */
   private recordSoon(): void {
     if (this.recording) return // it looks again when its batch is done
-    if (this.finished.length >= this.options.maxInFlight || !this.running) this.recordNow()
+    if (this.finished.length >= RECORD_BATCH || !this.running) this.recordNow()
     else this.recordTimer ??= setTimeout(() => this.recordNow(), RECORD_DELAY_MS)
   }
 
