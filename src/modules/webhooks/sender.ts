@@ -31,6 +31,18 @@ export interface AttemptResult {
   gone: boolean
 }
 
+/** An attempt on its way: how it ends, and a way to cut it short (shutdown, a lost claim). */
+export interface AttemptInFlight {
+  /** Never rejects. */
+  readonly result: Promise<AttemptResult>
+  /** Why it was cut short, if it was: an answer that came in time still counts. */
+  readonly interruptedBy: string | undefined
+  interrupt(why: string): void
+}
+
+/** Starts an attempt: in this thread (sendAttempt) or in the sender thread (SenderThread). */
+export type SendAttempt = (attempt: Attempt, at: Date, timeoutMs: number) => AttemptInFlight
+
 class AttemptTimeout extends Error {}
 class BodyCutOff extends Error {}
 
@@ -60,10 +72,8 @@ function targetOf(endpoint: string): { origin: string; path: string } {
  * and an AbortSignal: a worker sends thousands a second, and those were a large share
  * of an attempt's cost.
  */
-export class SentAttempt implements Dispatcher.DispatchHandler {
-  /** How it ended; never rejects. */
+export class SentAttempt implements Dispatcher.DispatchHandler, AttemptInFlight {
   readonly result: Promise<AttemptResult>
-  /** Why the caller cut it short (shutdown, a lost claim), as opposed to a timeout. */
   interruptedBy: string | undefined
   private settle!: (result: AttemptResult) => void
   private ended = false

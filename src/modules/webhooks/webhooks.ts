@@ -12,6 +12,7 @@ import { webhookFanOut } from './fanout.js'
 import type { ManualAttemptDeps } from './manual.js'
 import { WebhookMetrics } from './metrics.js'
 import { LogRetention } from './retention.js'
+import { SenderThread } from './sender-client.js'
 import { webhookRoutes } from './routes.js'
 import { createDeliveryAgent } from './ssrf.js'
 import { DeliveryWorker } from './worker.js'
@@ -27,8 +28,8 @@ export interface WebhooksOptions {
 
 /** How long this node trusts its answer to "does the account have an active webhook for this type?". */
 const DEMAND_TTL_MS = 1000
-const WORKER = { maxInFlight: 64, maxInFlightPerWebhook: 4, idlePollMs: 250 }
-/** Connections per origin beyond the worker's, for tests and retries sent on request. */
+const WORKER = { maxInFlight: 128, maxInFlightPerWebhook: 4, idlePollMs: 250 }
+/** Connections per origin for tests and retries sent on request (the worker's are its own). */
 const MANUAL_CONNECTIONS = 16
 
 /**
@@ -39,24 +40,25 @@ const MANUAL_CONNECTIONS = 16
 export class Webhooks {
   readonly demand: WebhookDemand
   private readonly deps: ManualAttemptDeps
+  /** Sends what is tested or retried on request. */
   private readonly agent: Dispatcher
+  /** Sends the worker's attempts. */
+  private readonly sender: SenderThread
   private readonly worker: DeliveryWorker
   private readonly retention: LogRetention
 
   constructor(store: Store, clock: Clock, leases: Leases, relay: OutboxRelay, metrics: Metrics, logger: Logger, options: WebhooksOptions) {
     this.demand = new WebhookDemand(store.db, store.readLong, DEMAND_TTL_MS)
-    this.agent = createDeliveryAgent({
-      allowPrivateNetworks: options.allowPrivateNetworks,
-      // Webhooks of one origin share its connections; the worker's own bounds decide how
-      // many attempts run, so a request never queues here behind a slow webhook's.
-      connections: WORKER.maxInFlight + MANUAL_CONNECTIONS,
-      ...(options.ca ? { ca: options.ca } : {}),
-    })
+    const ca = options.ca ? { ca: options.ca } : {}
+    this.agent = createDeliveryAgent({ allowPrivateNetworks: options.allowPrivateNetworks, connections: MANUAL_CONNECTIONS, ...ca })
+    // Webhooks of one origin share its connections; the worker's own bounds decide how
+    // many attempts run, so an attempt never queues there behind a slow webhook's.
+    this.sender = new SenderThread({ allowPrivateNetworks: options.allowPrivateNetworks, connections: WORKER.maxInFlight, ...ca })
     const webhookMetrics = new WebhookMetrics(metrics)
     webhookMetrics.watchQueue(store.db, store.readLong, clock)
     const deps: WebhooksDeps = { db: store.db, dialect: store.dialect, clock, demand: this.demand, allowPrivateNetworks: options.allowPrivateNetworks, metrics: webhookMetrics }
     this.deps = { ...deps, agent: this.agent, leases, timeoutMs: options.timeoutMs, retryScheduleMs: options.retryScheduleMs }
-    this.worker = new DeliveryWorker(deps, this.agent, leases, logger.child({ component: 'webhook-worker' }), {
+    this.worker = new DeliveryWorker(deps, (attempt, at, timeoutMs) => this.sender.send(attempt, at, timeoutMs), leases, logger.child({ component: 'webhook-worker' }), {
       ...WORKER,
       timeoutMs: options.timeoutMs,
       retryScheduleMs: options.retryScheduleMs,
@@ -80,7 +82,7 @@ export class Webhooks {
   async stop(): Promise<void> {
     await this.retention.stop()
     await this.worker.stop()
-    await this.agent.close()
+    await Promise.all([this.sender.close(), this.agent.close()])
   }
 
   /** Deletes logs and finished deliveries past the retention now (it also runs hourly). */

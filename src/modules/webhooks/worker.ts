@@ -1,10 +1,9 @@
 import type { Logger } from 'pino'
-import type { Dispatcher } from 'undici'
 import type { Leases } from '../../platform/lease.js'
 import { recordAttempts, type AttemptOutcome } from './attempts.js'
 import type { WebhooksDeps } from './deps.js'
 import * as queries from './queries.js'
-import { sendAttempt, type SentAttempt } from './sender.js'
+import type { AttemptInFlight, SendAttempt } from './sender.js'
 
 export interface DeliveryWorkerOptions {
   timeoutMs: number
@@ -60,7 +59,7 @@ export class DeliveryWorker {
   private inFlight = 0
   private readonly attempts = new Set<Promise<void>>()
   /** Attempts in flight, by delivery: so they can be cut short. */
-  private readonly sending = new Map<string, SentAttempt>()
+  private readonly sending = new Map<string, AttemptInFlight>()
   /** Finished attempts waiting for the recorder. */
   private finished: AttemptOutcome[] = []
   private recording: Promise<void> | undefined
@@ -73,7 +72,7 @@ export class DeliveryWorker {
 
   constructor(
     private readonly deps: WebhooksDeps,
-    private readonly agent: Dispatcher,
+    private readonly send: SendAttempt,
     private readonly leases: Leases,
     private readonly logger: Logger,
     private readonly options: DeliveryWorkerOptions,
@@ -235,7 +234,7 @@ export class DeliveryWorker {
     const at = this.deps.clock.now()
     let sent, result
     try {
-      sent = sendAttempt(this.agent, { endpoint: delivery.endpoint, eventId: delivery.eventId, body: delivery.payload, secrets: delivery.secrets }, at, this.options.timeoutMs)
+      sent = this.send({ endpoint: delivery.endpoint, eventId: delivery.eventId, body: delivery.payload, secrets: delivery.secrets }, at, this.options.timeoutMs)
       this.sending.set(delivery.id, sent)
       result = await sent.result
     } catch (err) {

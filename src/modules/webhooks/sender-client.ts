@@ -1,0 +1,97 @@
+import type { Worker } from 'node:worker_threads'
+import { startWorker } from '../../platform/workers.js'
+import type { AttemptOrder, SenderReply, SenderRequest, SenderThreadData } from './sender-protocol.js'
+import type { Attempt, AttemptInFlight, AttemptResult } from './sender.js'
+
+class ThreadAttempt implements AttemptInFlight {
+  readonly result: Promise<AttemptResult>
+  interruptedBy: string | undefined
+  settle!: (result: AttemptResult) => void
+
+  constructor(
+    private readonly id: number,
+    private readonly thread: SenderThread,
+  ) {
+    this.result = new Promise((resolve) => (this.settle = resolve))
+  }
+
+  interrupt(why: string): void {
+    this.interruptedBy ??= why
+    this.thread.interrupt(this.id, why)
+  }
+}
+
+/**
+ * Sends attempts from a thread of their own (sender-thread.ts), started at the first
+ * attempt. Attempts ordered in one turn of the event loop travel in one message. If the
+ * thread ever dies, the attempts it held end as failed (they are retried on the
+ * schedule) and the next attempt starts a new thread.
+ */
+export class SenderThread {
+  private worker: Worker | undefined
+  private readonly pending = new Map<number, ThreadAttempt>()
+  private orders: AttemptOrder[] = []
+  private nextId = 0
+
+  constructor(private readonly data: SenderThreadData) {}
+
+  send(attempt: Attempt, at: Date, timeoutMs: number): AttemptInFlight {
+    const id = ++this.nextId
+    const inFlight = new ThreadAttempt(id, this)
+    this.pending.set(id, inFlight)
+    if (this.orders.length === 0) queueMicrotask(() => this.flush())
+    this.orders.push({ id, endpoint: attempt.endpoint, eventId: attempt.eventId, body: attempt.body, secrets: attempt.secrets, at: at.getTime(), timeoutMs })
+    return inFlight
+  }
+
+  interrupt(id: number, why: string): void {
+    this.worker?.postMessage({ type: 'interrupt', id, why } satisfies SenderRequest)
+  }
+
+  /** Ends the thread once its attempts are over (their connections close with it). */
+  async close(): Promise<void> {
+    const worker = this.worker
+    if (!worker) return
+    this.worker = undefined
+    await new Promise<void>((resolve) => {
+      worker.on('message', (reply: SenderReply) => reply.type === 'closed' && resolve())
+      worker.once('exit', () => resolve())
+      worker.postMessage({ type: 'close' } satisfies SenderRequest)
+    })
+    await worker.terminate()
+  }
+
+  private flush(): void {
+    const orders = this.orders
+    this.orders = []
+    this.thread().postMessage({ type: 'send', orders } satisfies SenderRequest)
+  }
+
+  private thread(): Worker {
+    if (this.worker) return this.worker
+    const worker = startWorker(import.meta.url, 'sender-thread', this.data)
+    worker.unref()
+    worker.on('message', (reply: SenderReply) => {
+      if (reply.type !== 'results') return
+      for (const { id, result } of reply.results) {
+        this.pending.get(id)?.settle(result)
+        this.pending.delete(id)
+      }
+    })
+    // An error ends the thread; 'exit' follows.
+    worker.on('error', () => {})
+    worker.on('exit', () => {
+      if (this.worker === worker) this.worker = undefined
+      this.failPending('the sender thread stopped')
+    })
+    this.worker = worker
+    return worker
+  }
+
+  private failPending(error: string): void {
+    for (const inFlight of this.pending.values()) {
+      inFlight.settle({ statusCode: 0, success: false, outcome: 'failed', durationMs: 0, error, responseBody: null, retryAfterMs: undefined, gone: false })
+    }
+    this.pending.clear()
+  }
+}

@@ -1,0 +1,19 @@
+import type { DeliveryAgentOptions } from './ssrf.js'
+import type { Attempt, AttemptResult } from './sender.js'
+
+/** What the sender thread is started with. */
+export type SenderThreadData = Pick<DeliveryAgentOptions, 'allowPrivateNetworks' | 'connections'> & { ca?: string }
+
+/** One attempt for the thread to send: `at` is the attempt's instant in milliseconds (its signature's timestamp). */
+export interface AttemptOrder extends Attempt {
+  id: number
+  at: number
+  timeoutMs: number
+}
+
+export type SenderRequest =
+  | { type: 'send'; orders: AttemptOrder[] }
+  | { type: 'interrupt'; id: number; why: string }
+  | { type: 'close' }
+
+export type SenderReply = { type: 'results'; results: { id: number; result: AttemptResult }[] } | { type: 'closed' }
