@@ -2,6 +2,7 @@ import { sql, type Insertable, type Kysely, type Selectable, type Transaction } 
 import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB, WebhookDeliveriesTable, WebhookLogsTable, WebhooksTable } from '../../platform/db/schema.js'
 import { createBulkInsert } from '../../platform/db/bulk.js'
+import { idFloorAt } from '../../platform/ids.js'
 import { Leases } from '../../platform/lease.js'
 
 type Handle = Kysely<DB> | Transaction<DB>
@@ -269,26 +270,36 @@ export function findLog(db: Handle, accountId: string, logId: string) {
   return db.selectFrom('webhook_logs').selectAll().where('account_id', '=', accountId).where('id', '=', logId).executeTakeFirst()
 }
 
-/** Deletes up to `limit` log entries older than `before`; returns how many. */
+/**
+ * Deletes up to `limit` log entries older than `before`; returns how many. The oldest are
+ * found through the primary key (ids are time-ordered), which needs no index of its own.
+ */
 export async function deleteOldLogs(db: Handle, before: string, limit: number): Promise<number> {
-  const oldest = db.selectFrom('webhook_logs').select('id').where('delivered_at', '<', before).orderBy('delivered_at').limit(limit)
+  const oldest = db
+    .selectFrom('webhook_logs')
+    .select('id')
+    .where('id', '<', idFloorAt(new Date(before)))
+    .where('delivered_at', '<', before)
+    .orderBy('id')
+    .limit(limit)
   const result = await db.deleteFrom('webhook_logs').where('id', 'in', oldest).executeTakeFirst()
   return Number(result.numDeletedRows)
 }
 
 /**
  * Deletes up to `limit` deliveries that are finished (or can no longer be attempted) and
- * whose last activity is older than `before`; returns how many.
+ * whose last activity is older than `before`, oldest first by id as the logs; returns how many.
  */
 export async function deleteOldDeliveries(db: Handle, before: string, limit: number): Promise<number> {
   const oldest = db
     .selectFrom('webhook_deliveries')
     .select('id')
+    .where('id', '<', idFloorAt(new Date(before)))
     .where('created_at', '<', before)
     .where('lease_owner', 'is', null)
     .where((eb) => eb.or([eb('status', '<>', 'pending'), eb('next_attempt_at', '<', before)]))
     .where((eb) => eb.or([eb('last_attempt_at', 'is', null), eb('last_attempt_at', '<', before)]))
-    .orderBy('created_at')
+    .orderBy('id')
     .limit(limit)
   const result = await db.deleteFrom('webhook_deliveries').where('id', 'in', oldest).executeTakeFirst()
   return Number(result.numDeletedRows)

@@ -48,15 +48,16 @@ describe('retention', () => {
 
   it('deletes in bounded batches until nothing old is left', async () => {
     const id = await createWebhook(server, key, receiver.url('/bulk'), 'OptOut')
-    const old = new Date(clock.now().getTime() - 40 * DAY_MS).toISOString()
+    const oldAt = new Date(clock.now().getTime() - 40 * DAY_MS)
+    const old = oldAt.toISOString()
     // A state the API cannot reach quickly: thousands of attempts made long ago.
-    const deliveryId = newId()
+    const deliveryId = newId(oldAt)
     await db().insertInto('webhook_deliveries').values({
       id: deliveryId, webhook_id: id, account_id: alice.accountId, event_id: newId(), event_type: 'OptOut', payload: '{}',
       status: 'failed', next_attempt_at: null, last_attempt_at: old, created_at: old, lease_owner: null, lease_expires_at: null,
     }).execute()
     const rows = Array.from({ length: 2500 }, (_, i) => ({
-      id: newId(), delivery_id: deliveryId, webhook_id: id, account_id: alice.accountId, event_id: newId(), event_type: 'OptOut',
+      id: newId(oldAt), delivery_id: deliveryId, webhook_id: id, account_id: alice.accountId, event_id: newId(), event_type: 'OptOut',
       attempt: i + 1, status_code: 500, success: 0, duration_ms: 1, error: 'the endpoint answered 500', response_body: null, delivered_at: old,
     }))
     for (let i = 0; i < rows.length; i += 500) await db().insertInto('webhook_logs').values(rows.slice(i, i + 500)).execute()

@@ -6,7 +6,7 @@ import * as messaging from './2026-11-23-0004-messaging.js'
 import * as broadcastFailure from './2026-11-23-0005-broadcast-failure.js'
 import * as webhooks from './2026-11-23-0006-webhooks.js'
 import * as pushHistory from './2026-11-23-0007-push-history.js'
-import * as webhookDeliveriesByWebhook from './2026-11-24-0008-webhook-deliveries-by-webhook.js'
+import * as webhookIndexes from './2026-11-24-0008-webhook-indexes.js'
 
 export type MigrationDialect = 'sqlite' | 'postgres'
 
@@ -24,7 +24,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '2026-11-23-0005-broadcast-failure': broadcastFailure,
   '2026-11-23-0006-webhooks': webhooks,
   '2026-11-23-0007-push-history': pushHistory,
-  '2026-11-24-0008-webhook-deliveries-by-webhook': webhookDeliveriesByWebhook,
+  '2026-11-24-0008-webhook-indexes': webhookIndexes,
 }
 
 /** Brings the store to the newest schema; safe to run on every start and on many nodes at once. */
