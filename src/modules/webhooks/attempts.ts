@@ -1,10 +1,11 @@
-import type { Kysely } from 'kysely'
-import type { DB } from '../../platform/db/schema.js'
 import { newId } from '../../platform/ids.js'
+import type { WebhooksDeps } from './deps.js'
 import * as queries from './queries.js'
 import type { ClaimedDelivery } from './queries.js'
 import { nextAttemptAt as scheduleNext } from './schedule.js'
 import type { AttemptResult } from './sender.js'
+
+type Store = Pick<WebhooksDeps, 'db' | 'dialect'>
 
 /** Automatic attempts follow the retry schedule; a manual one (retry, test) is one more attempt and leaves the schedule as it was. */
 export type AttemptKind = 'automatic' | 'manual'
@@ -80,7 +81,7 @@ function logOf(outcome: AttemptOutcome, attempt: number): queries.LogRow {
  * recorded for it.
  */
 export async function recordAttempts(
-  db: Kysely<DB>,
+  { db, dialect }: Store,
   leaseOwner: string,
   outcomes: readonly AttemptOutcome[],
   scheduleMs: readonly number[],
@@ -90,7 +91,7 @@ export async function recordAttempts(
     const retrying = outcomes.filter((o) => o.kind === 'automatic' && !o.result.success && !o.result.gone)
     const active = await queries.activeWebhookIds(trx, [...new Set(retrying.map((o) => o.delivery.webhookId))])
     const settlements = outcomes.map((o) => settlementOf(o, active, scheduleMs))
-    const settled = await queries.settleDeliveries(trx, leaseOwner, settlements)
+    const settled = await queries.settleDeliveries(trx, dialect, leaseOwner, settlements)
     const recorded = outcomes.map((outcome, i): RecordedAttempt | undefined => {
       const settlement = settlements[i]!
       if (!settled.has(settlement.id)) return undefined
@@ -108,7 +109,7 @@ export async function recordAttempts(
 
 /** Records one attempt (a manual retry or test), as recordAttempts does a batch. */
 export async function recordAttempt(
-  db: Kysely<DB>,
+  store: Store,
   leaseOwner: string,
   delivery: ClaimedDelivery,
   kind: AttemptKind,
@@ -116,6 +117,6 @@ export async function recordAttempt(
   at: Date,
   scheduleMs: readonly number[],
 ): Promise<RecordedAttempt | undefined> {
-  const [recorded] = await recordAttempts(db, leaseOwner, [{ delivery, kind, result, at }], scheduleMs)
+  const [recorded] = await recordAttempts(store, leaseOwner, [{ delivery, kind, result, at }], scheduleMs)
   return recorded
 }

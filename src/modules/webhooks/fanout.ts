@@ -12,6 +12,7 @@ type NewDelivery = Pick<WebhookDeliveriesTable, 'id' | 'webhook_id' | 'account_i
 const insertDeliveries = createBulkInsert<NewDelivery>({
   table: 'webhook_deliveries',
   columns: ['id', 'webhook_id', 'account_id', 'event_id', 'event_type', 'payload', 'status', 'next_attempt_at', 'created_at'],
+  types: { id: 'text', webhook_id: 'text', account_id: 'text', event_id: 'text', event_type: 'text', payload: 'text', status: 'text', next_attempt_at: 'text', created_at: 'text' },
 })
 
 /** The body every attempt of an event sends: flat JSON with `event` first. */

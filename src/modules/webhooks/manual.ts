@@ -99,7 +99,7 @@ async function attemptNow(deps: ManualAttemptDeps, delivery: queries.ClaimedDeli
   try {
     const at = deps.clock.now()
     const result = await sendAttempt(deps.agent, { endpoint: delivery.endpoint, eventId: delivery.eventId, body: delivery.payload, secrets: delivery.secrets }, at, deps.timeoutMs).result
-    const recorded = await recordAttempt(deps.db, deps.leases.nodeId, delivery, 'manual', result, at, deps.retryScheduleMs)
+    const recorded = await recordAttempt(deps, deps.leases.nodeId, delivery, 'manual', result, at, deps.retryScheduleMs)
     if (!recorded) throw new NotFound('webhook', delivery.webhookId)
     if (recorded.deactivated) deps.demand.changed(delivery.accountId)
     return toLogEntry(recorded.log)

@@ -223,24 +223,21 @@ export interface DeliverySettlement {
   lastAttemptAt: string
 }
 
+const SETTLEMENT_TYPES = ['text', 'text', 'integer', 'integer', 'text', 'text'] as const
+
 /**
  * Records where claimed deliveries stand after their attempts and ends the claims, in one
  * statement for the batch (one round trip on PostgreSQL, one statement on SQLite's
  * thread). Returns the ids it settled: a delivery this node no longer holds (reclaimed
  * by another node, or deleted with its webhook) is left alone.
  */
-export async function settleDeliveries(trx: Transaction<DB>, leaseOwner: string, settlements: readonly DeliverySettlement[]): Promise<Set<string>> {
+export async function settleDeliveries(trx: Transaction<DB>, dialect: Dialect, leaseOwner: string, settlements: readonly DeliverySettlement[]): Promise<Set<string>> {
   if (settlements.length === 0) return new Set()
-  // Casts in every row: PostgreSQL types a VALUES list of bare parameters as text.
-  const rows = settlements.map(
-    (s) =>
-      sql`(cast(${s.id} as text), cast(${s.status} as text), cast(${s.attempts} as integer), cast(${s.scheduledAttempts} as integer), cast(${s.nextAttemptAt} as text), cast(${s.lastAttemptAt} as text))`,
-  )
-  // VALUES columns are column1..column6 on both stores (SQLite takes no column aliases).
+  const rows = settlements.map((s) => [s.id, s.status, s.attempts, s.scheduledAttempts, s.nextAttemptAt, s.lastAttemptAt])
   const { rows: settled } = await sql<{ id: string }>`
     update webhook_deliveries set status = v.column2, attempts = v.column3, scheduled_attempts = v.column4,
       next_attempt_at = v.column5, last_attempt_at = v.column6, lease_owner = null, lease_expires_at = null
-    from (values ${sql.join(rows)}) as v
+    from ${dialect.rowsTable('v', SETTLEMENT_TYPES, rows)}
     where webhook_deliveries.id = v.column1 and webhook_deliveries.lease_owner = ${leaseOwner}
     returning webhook_deliveries.id`.execute(trx)
   return new Set(settled.map((row) => row.id))
@@ -256,6 +253,10 @@ export async function activeWebhookIds(db: Handle, webhookIds: string[]): Promis
 const insertLogRows = createBulkInsert<WebhookLogsTable>({
   table: 'webhook_logs',
   columns: ['id', 'delivery_id', 'webhook_id', 'account_id', 'event_id', 'event_type', 'attempt', 'status_code', 'success', 'duration_ms', 'error', 'response_body', 'delivered_at'],
+  types: {
+    id: 'text', delivery_id: 'text', webhook_id: 'text', account_id: 'text', event_id: 'text', event_type: 'text', attempt: 'integer',
+    status_code: 'integer', success: 'integer', duration_ms: 'integer', error: 'text', response_body: 'text', delivered_at: 'text',
+  },
 })
 
 export async function insertLogs(db: Handle, rows: readonly WebhookLogsTable[]): Promise<void> {

@@ -306,11 +306,11 @@ export class DeliveryWorker {
   /** A deadlock victim (PostgreSQL rolled the whole transaction back) is recorded again, once. */
   private async recordWithRetry(batch: AttemptOutcome[]) {
     try {
-      return await recordAttempts(this.deps.db, this.leases.nodeId, batch, this.options.retryScheduleMs)
+      return await recordAttempts(this.deps, this.leases.nodeId, batch, this.options.retryScheduleMs)
     } catch (err) {
       if ((err as { code?: unknown }).code !== DEADLOCK_DETECTED) throw err
       this.logger.warn({ deliveries: batch.length }, 'recording webhook attempts met a deadlock; recording them again')
-      return recordAttempts(this.deps.db, this.leases.nodeId, batch, this.options.retryScheduleMs)
+      return recordAttempts(this.deps, this.leases.nodeId, batch, this.options.retryScheduleMs)
     }
   }
 }

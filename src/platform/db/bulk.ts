@@ -1,4 +1,5 @@
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely'
+import type { ColumnType } from './dialect.js'
 import type { DB } from './schema.js'
 
 type Handle = Kysely<DB> | Transaction<DB>
@@ -10,6 +11,12 @@ export interface BulkInsert<Row> {
   conflictColumns?: readonly string[]
   /** Columns to return for the rows actually inserted. */
   returning?: readonly string[]
+  /**
+   * Each column's type. Given, PostgreSQL receives a statement's rows as one array per
+   * column (`select * from unnest($1::text[], …)`, as Dialect.rowsTable): a few parameters
+   * instead of columns × rows, which it parses and plans in a fraction of the time.
+   */
+  types?: Readonly<Record<keyof Row & string, ColumnType>>
 }
 
 // Stays under SQLite's (32766) and pg's (65535) bound-parameter limits.
@@ -33,19 +40,26 @@ function usesNumberedPlaceholders(db: Handle): boolean {
  * Multi-row INSERT for bulk paths (imports, event fan-out) without building a query
  * tree per batch: the statement text depends only on the table, the columns and the row
  * count, so it is built once and reused, and the values travel as one flat parameter
- * list. Every other statement is written with Kysely's builder.
+ * list (with `types`, on PostgreSQL, as one array per column). Every other statement is
+ * written with Kysely's builder.
  */
 export function createBulkInsert<Row extends object>(spec: BulkInsert<Row>) {
   const statements = new Map<string, string>()
   const rowsPerStatement = Math.max(1, Math.floor(MAX_PARAMETERS / spec.columns.length))
 
+  const types = spec.types
+  const asArrays = (numbered: boolean) => numbered && types !== undefined
+
   function statementFor(rowCount: number, numbered: boolean): string {
-    const cacheKey = `${rowCount}:${numbered}`
+    const cacheKey = asArrays(numbered) ? 'arrays' : `${rowCount}:${numbered}`
     let text = statements.get(cacheKey)
     if (text === undefined) {
       let n = 0
       const tuple = () => `(${spec.columns.map(() => (numbered ? `$${++n}` : '?')).join(', ')})`
-      text = `insert into ${spec.table} (${spec.columns.join(', ')}) values ${Array.from({ length: rowCount }, tuple).join(', ')}`
+      const rows = asArrays(numbered)
+        ? `select * from unnest(${spec.columns.map((column, i) => `$${i + 1}::${types![column]}[]`).join(', ')})`
+        : `values ${Array.from({ length: rowCount }, tuple).join(', ')}`
+      text = `insert into ${spec.table} (${spec.columns.join(', ')}) ${rows}`
       if (spec.conflictColumns) text += ` on conflict (${spec.conflictColumns.join(', ')}) do nothing`
       if (spec.returning) text += ` returning ${spec.returning.join(', ')}`
       statements.set(cacheKey, text)
@@ -79,7 +93,8 @@ export function createBulkInsert<Row extends object>(spec: BulkInsert<Row>) {
       size = nextChunk(rows.length - start, numbered)
       const chunk = rows.slice(start, start + size)
       const parameters: unknown[] = []
-      for (const row of chunk) for (const column of spec.columns) parameters.push(row[column as keyof Row])
+      if (asArrays(numbered)) for (const column of spec.columns) parameters.push(chunk.map((row) => row[column as keyof Row]))
+      else for (const row of chunk) for (const column of spec.columns) parameters.push(row[column as keyof Row])
       const result = await db.executeQuery<Returned>(CompiledQuery.raw(statementFor(chunk.length, numbered), parameters))
       for (const row of result.rows) returned.push(row)
       insertedCount += spec.returning ? result.rows.length : Number(result.numAffectedRows ?? 0n)
