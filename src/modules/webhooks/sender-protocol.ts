@@ -2,7 +2,11 @@ import type { DeliveryAgentOptions } from './ssrf.js'
 import type { Attempt, AttemptResult } from './sender.js'
 
 /** What the sender thread is started with. */
-export type SenderThreadData = Pick<DeliveryAgentOptions, 'allowPrivateNetworks' | 'connections'> & { ca?: string }
+export type SenderThreadData = Pick<DeliveryAgentOptions, 'allowPrivateNetworks' | 'connections'> & {
+  ca?: string
+  /** Attempts in flight at once; later orders wait in the thread, in order, for a slot. */
+  maxInFlight: number
+}
 
 /** One attempt for the thread to send: `at` is the attempt's instant in milliseconds (its signature's timestamp). */
 export interface AttemptOrder extends Attempt {

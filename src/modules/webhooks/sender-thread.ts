@@ -6,14 +6,17 @@ import { createDeliveryAgent } from './ssrf.js'
 /**
  * The worker's attempts are sent from this thread: signing, TLS and HTTP cost more than
  * everything else an attempt does, and here they leave the event loop that serves
- * requests, and the store's work on it, alone. Orders come in batches; results go back
- * in batches, once per turn of this thread's event loop.
+ * requests, and the store's work on it, alone. Orders come in batches and wait here for
+ * one of `maxInFlight` slots, so a slot that frees is taken at once, whatever the other
+ * thread is doing; results go back in batches, once per turn of this thread's event loop.
  */
 
 const port = parentPort!
 const options = workerData as SenderThreadData
 const agent = createDeliveryAgent(options)
 const sending = new Map<number, SentAttempt>()
+/** Orders waiting for a slot, oldest first, by id. */
+const waiting = new Map<number, AttemptOrder>()
 let results: { id: number; result: AttemptResult }[] = []
 
 function post(reply: SenderReply): void {
@@ -26,18 +29,38 @@ function flush(): void {
   post({ type: 'results', results: batch })
 }
 
-function send(order: AttemptOrder): void {
-  const sent = new SentAttempt(agent, order, new Date(order.at), order.timeoutMs)
-  sending.set(order.id, sent)
-  void sent.result.then((result) => {
-    sending.delete(order.id)
-    if (results.length === 0) setImmediate(flush)
-    results.push({ id: order.id, result })
-  })
+function reply(id: number, result: AttemptResult): void {
+  if (results.length === 0) setImmediate(flush)
+  results.push({ id, result })
+}
+
+/** Starts waiting orders while slots are free. */
+function pump(): void {
+  for (const [id, order] of waiting) {
+    if (sending.size >= options.maxInFlight) return
+    waiting.delete(id)
+    const sent = new SentAttempt(agent, order, new Date(order.at), order.timeoutMs)
+    sending.set(id, sent)
+    void sent.result.then((result) => {
+      sending.delete(id)
+      reply(id, result)
+      pump()
+    })
+  }
+}
+
+function interrupt(id: number, why: string): void {
+  const order = waiting.get(id)
+  if (order === undefined) return sending.get(id)?.interrupt(why)
+  // Never started: it ends without an answer, as an attempt cut short before one came.
+  waiting.delete(id)
+  reply(id, { statusCode: 0, success: false, outcome: 'failed', durationMs: 0, error: why, responseBody: null, retryAfterMs: undefined, gone: false })
 }
 
 port.on('message', (request: SenderRequest) => {
-  if (request.type === 'send') for (const order of request.orders) send(order)
-  else if (request.type === 'interrupt') sending.get(request.id)?.interrupt(request.why)
+  if (request.type === 'send') {
+    for (const order of request.orders) waiting.set(order.id, order)
+    pump()
+  } else if (request.type === 'interrupt') interrupt(request.id, request.why)
   else void agent.close().finally(() => post({ type: 'closed' }))
 })

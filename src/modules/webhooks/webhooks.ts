@@ -28,7 +28,7 @@ export interface WebhooksOptions {
 
 /** How long this node trusts its answer to "does the account have an active webhook for this type?". */
 const DEMAND_TTL_MS = 1000
-const WORKER = { maxInFlight: 128, maxInFlightPerWebhook: 4, idlePollMs: 250 }
+const WORKER = { maxInFlight: 128, sendAhead: 128, maxInFlightPerWebhook: 4, idlePollMs: 250 }
 /** Connections per origin for tests and retries sent on request (the worker's are its own). */
 const MANUAL_CONNECTIONS = 16
 
@@ -53,7 +53,7 @@ export class Webhooks {
     this.agent = createDeliveryAgent({ allowPrivateNetworks: options.allowPrivateNetworks, connections: MANUAL_CONNECTIONS, ...ca })
     // Webhooks of one origin share its connections; the worker's own bounds decide how
     // many attempts run, so an attempt never queues there behind a slow webhook's.
-    this.sender = new SenderThread({ allowPrivateNetworks: options.allowPrivateNetworks, connections: WORKER.maxInFlight, ...ca })
+    this.sender = new SenderThread({ allowPrivateNetworks: options.allowPrivateNetworks, connections: WORKER.maxInFlight, maxInFlight: WORKER.maxInFlight, ...ca })
     const webhookMetrics = new WebhookMetrics(metrics)
     webhookMetrics.watchQueue(store.db, store.readLong, clock)
     const deps: WebhooksDeps = { db: store.db, dialect: store.dialect, clock, demand: this.demand, allowPrivateNetworks: options.allowPrivateNetworks, metrics: webhookMetrics }

@@ -10,6 +10,11 @@ export interface DeliveryWorkerOptions {
   retryScheduleMs: readonly number[]
   /** Attempts in flight on this node at once, over all endpoints. */
   maxInFlight: number
+  /**
+   * Attempts handed to the sender beyond `maxInFlight`, which it starts as its slots free:
+   * so it never waits for this thread, busy with the store, to hand it the next one.
+   */
+  sendAhead: number
   /** Deliveries of one webhook this node holds at once (in flight, waiting, or being recorded): a slow endpoint holds no more than this. */
   maxInFlightPerWebhook: number
   /** How often an idle worker looks for due deliveries (new ones wake it at once). */
@@ -131,7 +136,7 @@ export class DeliveryWorker {
       try {
         // Claims when the claimed-ahead deliveries run low, for as many as fill the queue again.
         const ahead = CLAIM_AHEAD * this.options.maxInFlight
-        const room = ahead + this.options.maxInFlight - this.inFlight - this.queue.length
+        const room = ahead + this.handOverLimit() - this.inFlight - this.queue.length
         const claimed = this.queue.length <= ahead / 2 && room > 0 ? await this.claim(room) : 0
         if (claimed === 0) await this.idle()
       } catch (err) {
@@ -193,11 +198,16 @@ export class DeliveryWorker {
     return claimed.length - over.length
   }
 
-  /** Starts claimed deliveries while slots are free. */
+  /** Hands claimed deliveries to the sender while it has room. */
   private pump(): void {
     // Stopping: what waits is released by stop(), not started.
     if (!this.running) return
-    while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) this.begin(this.queue.shift()!)
+    while (this.inFlight < this.handOverLimit() && this.queue.length > 0) this.begin(this.queue.shift()!)
+  }
+
+  /** Attempts handed to the sender and not yet finished, at most. */
+  private handOverLimit(): number {
+    return this.options.maxInFlight + this.options.sendAhead
   }
 
   /** Stops holding a delivery: its claim ended (recorded, released, or lost). */
