@@ -39,12 +39,16 @@ export function webhookFanOut(clock: Clock, created: () => void): OutboxConsumer
       const subscribers = new Map<string, typeof webhooks>()
       for (const webhook of webhooks) {
         const key = `${webhook.account_id}\u0000${webhook.event_type}`
-        subscribers.set(key, [...(subscribers.get(key) ?? []), webhook])
+        const list = subscribers.get(key)
+        if (list) list.push(webhook)
+        else subscribers.set(key, [webhook])
       }
       const now = clock.now().toISOString()
       const rows: NewDelivery[] = []
       for (const event of events) {
-        for (const webhook of subscribers.get(`${event.accountId}\u0000${event.type}`) ?? []) {
+        const takers = subscribers.get(`${event.accountId}\u0000${event.type}`) ?? []
+        const payload = takers.length > 0 ? eventBody(event) : ''
+        for (const webhook of takers) {
           // Created or re-activated after the event occurred: not its event.
           if (event.occurredAt < webhook.active_since) continue
           rows.push({
@@ -53,7 +57,7 @@ export function webhookFanOut(clock: Clock, created: () => void): OutboxConsumer
             account_id: event.accountId,
             event_id: event.eventId,
             event_type: event.type,
-            payload: eventBody(event),
+            payload,
             status: 'pending',
             next_attempt_at: now,
             created_at: now,
