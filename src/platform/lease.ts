@@ -127,10 +127,16 @@ export class Leases {
     for (const [table, rows] of this.held) {
       if (rows.size === 0) continue
       const ids = [...rows.keys()]
+      const mine = sql`lease_owner = ${this.options.nodeId} and id in (${sql.join(ids)})`
+      // Rows another transaction has locked (this node recording their outcome, usually) are
+      // passed over rather than waited for: a renewal waiting on them held its own locks
+      // meanwhile, and every transaction needing those waited for it in turn, for seconds.
       const renewed = await sql<{ id: LeasedId }>`update ${sql.table(table)} set lease_expires_at = ${this.expiry()}
-        where lease_owner = ${this.options.nodeId} and id in (${sql.join(ids)}) returning id`.execute(this.db)
+        where id in (select id from ${sql.table(table)} where ${mine} ${this.dialect.forUpdateSkipLocked()}) returning id`.execute(this.db)
       if (renewed.rows.length === ids.length) continue
-      const kept = new Set(renewed.rows.map((row) => row.id))
+      // A row passed over is lost only if it is no longer ours; else the next renewal takes it.
+      const stillMine = await sql<{ id: LeasedId }>`select id from ${sql.table(table)} where ${mine}`.execute(this.db)
+      const kept = new Set([...renewed.rows, ...stillMine.rows].map((row) => row.id))
       for (const id of ids) {
         const onLost = rows.get(id)
         if (kept.has(id) || !onLost) continue

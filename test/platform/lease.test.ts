@@ -7,6 +7,7 @@ import { Leases } from '../../src/platform/lease.js'
 import { newId } from '../../src/platform/ids.js'
 import { signUp } from '../support/fixtures.js'
 import { startServer, type TestServer } from '../support/harness.js'
+import { testStoreKind } from '../support/store.js'
 
 const TTL = 1000
 let server: TestServer
@@ -103,6 +104,38 @@ describe('leases', () => {
     await a.leases.tick()
     expect(a.reclaimed).toEqual([])
     expect((await leaseOf(id!)).lease_expires_at).toBe(new Date(clock.now().getTime() + TTL).toISOString())
+  })
+
+  // Row locks exist on PostgreSQL only: on SQLite a second writer waits for the first.
+  it.runIf(testStoreKind === 'postgres')('a renewal passes over a row another transaction holds locked instead of waiting, and keeps it', async () => {
+    const a = node('node-a')
+    const [locked, free] = await insertWork(a.leases, 2)
+    let lost = 0
+    a.leases.hold('contact_imports', locked!, () => lost++)
+    a.leases.hold('contact_imports', free!, () => lost++)
+    clock.advance(TTL / 2)
+    let unlock!: () => void
+    let isLocked!: () => void
+    const lockedNow = new Promise<void>((resolve) => (isLocked = resolve))
+    const holder = db.transaction().execute(async (trx) => {
+      await trx.selectFrom('contact_imports').select('id').where('id', '=', locked!).forUpdate().execute()
+      isLocked()
+      await new Promise<void>((resolve) => (unlock = resolve))
+    })
+    await lockedNow
+    try {
+      const waited = new Promise((_, reject) => setTimeout(() => reject(new Error('the renewal waited for the locked row')), 5000).unref())
+      await Promise.race([a.leases.tick(), waited])
+      expect((await leaseOf(free!)).lease_expires_at).toBe(new Date(clock.now().getTime() + TTL).toISOString())
+      expect((await leaseOf(locked!)).lease_expires_at).toBe(new Date(clock.now().getTime() - TTL / 2 + TTL).toISOString())
+      expect(lost).toBe(0)
+    } finally {
+      unlock()
+      await holder
+    }
+    await a.leases.tick()
+    expect((await leaseOf(locked!)).lease_expires_at).toBe(new Date(clock.now().getTime() + TTL).toISOString())
+    expect(lost).toBe(0)
   })
 
   it('released work is no longer renewed, and is reclaimed once expired if nobody finished it', async () => {
