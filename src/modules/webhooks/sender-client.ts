@@ -1,4 +1,5 @@
 import type { Worker } from 'node:worker_threads'
+import type { Logger } from 'pino'
 import { startWorker } from '../../platform/workers.js'
 import type { AttemptOrder, SenderReply, SenderRequest, SenderThreadData } from './sender-protocol.js'
 import type { Attempt, AttemptInFlight, AttemptResult } from './sender.js'
@@ -33,7 +34,10 @@ export class SenderThread {
   private orders: AttemptOrder[] = []
   private nextId = 0
 
-  constructor(private readonly data: SenderThreadData) {}
+  constructor(
+    private readonly data: SenderThreadData,
+    private readonly logger: Logger,
+  ) {}
 
   send(attempt: Attempt, at: Date, timeoutMs: number): AttemptInFlight {
     const id = ++this.nextId
@@ -79,9 +83,11 @@ export class SenderThread {
       }
     })
     // An error ends the thread; 'exit' follows.
-    worker.on('error', () => {})
+    worker.on('error', (err) => this.logger.error({ err }, 'the webhook sender thread failed'))
     worker.on('exit', () => {
-      if (this.worker === worker) this.worker = undefined
+      if (this.worker !== worker) return // closed on purpose
+      this.worker = undefined
+      if (this.pending.size > 0) this.logger.error({ attempts: this.pending.size }, 'the webhook sender thread stopped; its attempts end as failed and are retried on the schedule')
       this.failPending('the sender thread stopped')
     })
     this.worker = worker

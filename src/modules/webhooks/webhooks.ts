@@ -53,7 +53,7 @@ export class Webhooks {
     this.agent = createDeliveryAgent({ allowPrivateNetworks: options.allowPrivateNetworks, connections: MANUAL_CONNECTIONS, ...ca })
     // Webhooks of one origin share its connections; the worker's own bounds decide how
     // many attempts run, so an attempt never queues there behind a slow webhook's.
-    this.sender = new SenderThread({ allowPrivateNetworks: options.allowPrivateNetworks, connections: WORKER.maxInFlight, maxInFlight: WORKER.maxInFlight, ...ca })
+    this.sender = new SenderThread({ allowPrivateNetworks: options.allowPrivateNetworks, connections: WORKER.maxInFlight, maxInFlight: WORKER.maxInFlight, ...ca }, logger.child({ component: 'webhook-sender' }))
     const webhookMetrics = new WebhookMetrics(metrics)
     webhookMetrics.watchQueue(store.db, store.readLong, clock)
     const deps: WebhooksDeps = { db: store.db, dialect: store.dialect, clock, demand: this.demand, allowPrivateNetworks: options.allowPrivateNetworks, metrics: webhookMetrics }
