@@ -48,7 +48,8 @@ const server = createServer({ cert, key, keepAliveTimeout: 60_000 }, (req, res) 
   })
 })
 server.on('secureConnection', () => connections++)
-// The server keeps up to 80 connections open and the floor 64; the default backlog is plenty.
+// The server keeps up to 144 connections open (its sender thread 128, requests 16) and the
+// floor 128; the default backlog is plenty.
 server.listen(0, '127.0.0.1', () => {
   const address = server.address()
   send({ type: 'listening', port: typeof address === 'object' && address ? address.port : 0 })
