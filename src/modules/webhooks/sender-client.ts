@@ -7,13 +7,19 @@ import type { Attempt, AttemptInFlight, AttemptResult } from './sender.js'
 class ThreadAttempt implements AttemptInFlight {
   readonly result: Promise<AttemptResult>
   interruptedBy: string | undefined
-  settle!: (result: AttemptResult) => void
+  private resolve!: (result: AttemptResult) => void
 
   constructor(
     private readonly id: number,
     private readonly thread: SenderThread,
+    public startedAt: Date,
   ) {
-    this.result = new Promise((resolve) => (this.settle = resolve))
+    this.result = new Promise((resolve) => (this.resolve = resolve))
+  }
+
+  settle(result: AttemptResult, startedAt?: number): void {
+    if (startedAt !== undefined) this.startedAt = new Date(startedAt)
+    this.resolve(result)
   }
 
   interrupt(why: string): void {
@@ -41,10 +47,11 @@ export class SenderThread {
 
   send(attempt: Attempt, at: Date, timeoutMs: number): AttemptInFlight {
     const id = ++this.nextId
-    const inFlight = new ThreadAttempt(id, this)
+    const inFlight = new ThreadAttempt(id, this, at)
     this.pending.set(id, inFlight)
     if (this.orders.length === 0) queueMicrotask(() => this.flush())
-    this.orders.push({ id, endpoint: attempt.endpoint, eventId: attempt.eventId, body: attempt.body, secrets: attempt.secrets, at: at.getTime(), timeoutMs })
+    const { endpoint, eventId, body, secrets } = attempt
+    this.orders.push({ id, endpoint, eventId, body, secrets, at: at.getTime(), handedAt: Date.now(), timeoutMs })
     return inFlight
   }
 
@@ -77,8 +84,8 @@ export class SenderThread {
     worker.unref()
     worker.on('message', (reply: SenderReply) => {
       if (reply.type !== 'results') return
-      for (const { id, result } of reply.results) {
-        this.pending.get(id)?.settle(result)
+      for (const { id, result, startedAt } of reply.results) {
+        this.pending.get(id)?.settle(result, startedAt)
         this.pending.delete(id)
       }
     })

@@ -8,10 +8,15 @@ export type SenderThreadData = Pick<DeliveryAgentOptions, 'allowPrivateNetworks'
   maxInFlight: number
 }
 
-/** One attempt for the thread to send: `at` is the attempt's instant in milliseconds (its signature's timestamp). */
+/**
+ * One attempt for the thread to send: `at` is the attempt's instant in milliseconds, as
+ * the sender's clock read it when `handedAt` (Date.now()) was. An order that waits for a
+ * slot starts as much later.
+ */
 export interface AttemptOrder extends Attempt {
   id: number
   at: number
+  handedAt: number
   timeoutMs: number
 }
 
@@ -20,4 +25,5 @@ export type SenderRequest =
   | { type: 'interrupt'; id: number; why: string }
   | { type: 'close' }
 
-export type SenderReply = { type: 'results'; results: { id: number; result: AttemptResult }[] } | { type: 'closed' }
+/** Each result with the instant its attempt started (`at` moved on by its wait), in milliseconds. */
+export type SenderReply = { type: 'results'; results: { id: number; result: AttemptResult; startedAt: number }[] } | { type: 'closed' }

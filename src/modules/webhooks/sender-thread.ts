@@ -17,7 +17,7 @@ const agent = createDeliveryAgent(options)
 const sending = new Map<number, SentAttempt>()
 /** Orders waiting for a slot, oldest first, by id. */
 const waiting = new Map<number, AttemptOrder>()
-let results: { id: number; result: AttemptResult }[] = []
+let results: { id: number; result: AttemptResult; startedAt: number }[] = []
 
 function post(reply: SenderReply): void {
   port.postMessage(reply)
@@ -29,9 +29,14 @@ function flush(): void {
   post({ type: 'results', results: batch })
 }
 
-function reply(id: number, result: AttemptResult): void {
+function reply(id: number, result: AttemptResult, startedAt: number): void {
   if (results.length === 0) setImmediate(flush)
-  results.push({ id, result })
+  results.push({ id, result, startedAt })
+}
+
+/** The order's instant, moved on by the time it waited here. */
+function startOf(order: AttemptOrder): number {
+  return order.at + Math.max(0, Date.now() - order.handedAt)
 }
 
 /** Starts waiting orders while slots are free. */
@@ -39,11 +44,12 @@ function pump(): void {
   for (const [id, order] of waiting) {
     if (sending.size >= options.maxInFlight) return
     waiting.delete(id)
-    const sent = new SentAttempt(agent, order, new Date(order.at), order.timeoutMs)
+    const startedAt = startOf(order)
+    const sent = new SentAttempt(agent, order, new Date(startedAt), order.timeoutMs)
     sending.set(id, sent)
     void sent.result.then((result) => {
       sending.delete(id)
-      reply(id, result)
+      reply(id, result, startedAt)
       pump()
     })
   }
@@ -54,7 +60,7 @@ function interrupt(id: number, why: string): void {
   if (order === undefined) return sending.get(id)?.interrupt(why)
   // Never started: it ends without an answer, as an attempt cut short before one came.
   waiting.delete(id)
-  reply(id, { statusCode: 0, success: false, outcome: 'failed', durationMs: 0, error: why, responseBody: null, retryAfterMs: undefined, gone: false })
+  reply(id, { statusCode: 0, success: false, outcome: 'failed', durationMs: 0, error: why, responseBody: null, retryAfterMs: undefined, gone: false }, startOf(order))
 }
 
 port.on('message', (request: SenderRequest) => {

@@ -24,17 +24,21 @@ function start(maxInFlight: number): SenderThread {
 const attempt = (path: string) => ({ endpoint: receiver.url(path), eventId: `evt_${path}`, body: '{"event":"Test"}', secrets: ['whsec_' + Buffer.alloc(32, 7).toString('base64')] })
 
 describe('the sender thread', () => {
-  it('has at most maxInFlight attempts out at once, and starts the next as one ends', async () => {
+  it('has at most maxInFlight attempts out at once, and starts the next, at its own instant, as one ends', async () => {
     receiver.answer('/slow', { status: 200, delayMs: 300 })
     const thread = start(1)
-    const first = thread.send(attempt('/slow'), new Date(), 5000)
-    const second = thread.send(attempt('/slow'), new Date(), 5000)
+    const at = new Date()
+    const first = thread.send(attempt('/slow'), at, 5000)
+    const second = thread.send(attempt('/slow'), at, 5000)
     await receiver.waitFor('/slow', 1)
     await new Promise((resolve) => setTimeout(resolve, 150))
     expect(receiver.to('/slow')).toHaveLength(1)
     expect((await first.result).success).toBe(true)
     expect((await second.result).success).toBe(true)
     expect(receiver.to('/slow')).toHaveLength(2)
+    // The second started when the first's slot freed: its instant (deliveredAt, signature) says so.
+    expect(first.startedAt.getTime()).toBeGreaterThanOrEqual(at.getTime())
+    expect(second.startedAt.getTime() - first.startedAt.getTime()).toBeGreaterThanOrEqual(250)
   })
 
   it('ends an attempt interrupted while it waits for a slot at once, without sending it', async () => {

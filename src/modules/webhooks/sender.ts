@@ -37,6 +37,11 @@ export interface AttemptInFlight {
   readonly result: Promise<AttemptResult>
   /** Why it was cut short, if it was: an answer that came in time still counts. */
   readonly interruptedBy: string | undefined
+  /**
+   * When it started (its signature's timestamp, its log's deliveredAt): the instant given,
+   * moved on by however long it waited for a slot. Final once `result` has settled.
+   */
+  readonly startedAt: Date
   interrupt(why: string): void
 }
 
@@ -75,6 +80,7 @@ function targetOf(endpoint: string): { origin: string; path: string } {
 export class SentAttempt implements Dispatcher.DispatchHandler, AttemptInFlight {
   readonly result: Promise<AttemptResult>
   interruptedBy: string | undefined
+  readonly startedAt: Date
   private settle!: (result: AttemptResult) => void
   private ended = false
   private controller: Dispatcher.DispatchController | undefined
@@ -93,6 +99,7 @@ export class SentAttempt implements Dispatcher.DispatchHandler, AttemptInFlight 
     private readonly at: Date,
     private readonly timeoutMs: number,
   ) {
+    this.startedAt = at
     this.result = new Promise((resolve) => (this.settle = resolve))
     this.timer = setTimeout(() => this.cutShort(new AttemptTimeout()), timeoutMs)
     const signed = signedHeaders(attempt.secrets, attempt.eventId, at, attempt.body)

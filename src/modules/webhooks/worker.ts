@@ -43,11 +43,11 @@ const EXPECT_FIRST_RETRY_MS = 5
 /**
  * Attempts due deliveries and survives restarts. Deliveries are claimed with the lease
  * (SKIP LOCKED on PostgreSQL, so nodes never attempt one delivery at once) in batches: a
- * few times `maxInFlight` wait claimed beside the `maxInFlight` in flight, so a claim
- * serves many attempts and a finished attempt's slot is refilled at once, without a
- * store round trip. Each webhook holds at most `maxInFlightPerWebhook` of them, and any
- * claimed delivery may start as soon as a slot is free, so a slow endpoint delays no
- * other. Finished attempts are recorded together (each with its log entry) by one
+ * few times `maxInFlight` wait claimed beside those handed to the sender (`maxInFlight`
+ * in flight and `sendAhead` waiting there for a slot), so a claim serves many attempts
+ * and a finished attempt's slot is refilled at once, without a store round trip. Each
+ * webhook holds at most `maxInFlightPerWebhook` of them, and any claimed delivery may
+ * start as soon as a slot is free, so a slow endpoint delays no other. Finished attempts are recorded together (each with its log entry) by one
  * recorder: while it commits a batch the next one gathers. A claim whose node died
  * returns to the queue when its lease runs out (at once, at an embedded restart), and
  * the delivery is attempted again.
@@ -61,7 +61,8 @@ export class DeliveryWorker {
   private queue: queries.ClaimedDelivery[] = []
   /** Per webhook: claimed and not yet recorded. */
   private readonly held = new Map<string, number>()
-  private inFlight = 0
+  /** Handed to the sender and not finished yet: in flight, or waiting there for a slot. */
+  private handedOver = 0
   private readonly attempts = new Set<Promise<void>>()
   /** Attempts in flight, by delivery: so they can be cut short. */
   private readonly sending = new Map<string, AttemptInFlight>()
@@ -136,7 +137,7 @@ export class DeliveryWorker {
       try {
         // Claims when the claimed-ahead deliveries run low, for as many as fill the queue again.
         const ahead = CLAIM_AHEAD * this.options.maxInFlight
-        const room = ahead + this.handOverLimit() - this.inFlight - this.queue.length
+        const room = ahead + this.handOverLimit() - this.handedOver - this.queue.length
         const claimed = this.queue.length <= ahead / 2 && room > 0 ? await this.claim(room) : 0
         if (claimed === 0) await this.idle()
       } catch (err) {
@@ -202,7 +203,7 @@ export class DeliveryWorker {
   private pump(): void {
     // Stopping: what waits is released by stop(), not started.
     if (!this.running) return
-    while (this.inFlight < this.handOverLimit() && this.queue.length > 0) this.begin(this.queue.shift()!)
+    while (this.handedOver < this.handOverLimit() && this.queue.length > 0) this.begin(this.queue.shift()!)
   }
 
   /** Attempts handed to the sender and not yet finished, at most. */
@@ -226,13 +227,13 @@ export class DeliveryWorker {
   }
 
   private begin(delivery: queries.ClaimedDelivery): void {
-    this.inFlight++
+    this.handedOver++
     const attempt = this.attempt(delivery)
       .catch((err: unknown) => this.logger.error({ err, deliveryId: delivery.id }, 'a webhook attempt failed unexpectedly; the delivery is attempted again when its claim runs out'))
       .finally(() => {
         this.sending.delete(delivery.id)
         this.attempts.delete(attempt)
-        this.inFlight--
+        this.handedOver--
         this.pump()
         // The claimed-ahead deliveries may be running low.
         this.wake()
@@ -259,7 +260,7 @@ export class DeliveryWorker {
       return
     }
     this.deps.metrics.attempted(result.outcome, result.durationMs / 1000)
-    this.finished.push({ delivery, kind: 'automatic', result, at })
+    this.finished.push({ delivery, kind: 'automatic', result, at: sent.startedAt })
     this.recordSoon()
   }
 
