@@ -2,7 +2,7 @@ import type { Worker } from 'node:worker_threads'
 import type { Logger } from 'pino'
 import { startWorker } from '../../platform/workers.js'
 import type { AttemptOrder, SenderReply, SenderRequest, SenderThreadData } from './sender-protocol.js'
-import type { Attempt, AttemptInFlight, AttemptResult } from './sender.js'
+import { noAnswer, type Attempt, type AttemptInFlight, type AttemptResult } from './sender.js'
 
 class ThreadAttempt implements AttemptInFlight {
   readonly result: Promise<AttemptResult>
@@ -103,7 +103,7 @@ export class SenderThread {
 
   private failPending(error: string): void {
     for (const inFlight of this.pending.values()) {
-      inFlight.settle({ statusCode: 0, success: false, outcome: 'failed', durationMs: 0, error, responseBody: null, retryAfterMs: undefined, gone: false })
+      inFlight.settle(noAnswer(error))
     }
     this.pending.clear()
   }

@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import type { AttemptOrder, SenderReply, SenderRequest, SenderThreadData } from './sender-protocol.js'
-import { SentAttempt, type AttemptResult } from './sender.js'
+import { noAnswer, SentAttempt, type AttemptResult } from './sender.js'
 import { createDeliveryAgent } from './ssrf.js'
 
 /**
@@ -60,7 +60,7 @@ function interrupt(id: number, why: string): void {
   if (order === undefined) return sending.get(id)?.interrupt(why)
   // Never started: it ends without an answer, as an attempt cut short before one came.
   waiting.delete(id)
-  reply(id, { statusCode: 0, success: false, outcome: 'failed', durationMs: 0, error: why, responseBody: null, retryAfterMs: undefined, gone: false }, startOf(order))
+  reply(id, noAnswer(why), startOf(order))
 }
 
 port.on('message', (request: SenderRequest) => {

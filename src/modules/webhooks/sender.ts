@@ -48,6 +48,11 @@ export interface AttemptInFlight {
 /** Starts an attempt: in this thread (sendAttempt) or in the sender thread (SenderThread). */
 export type SendAttempt = (attempt: Attempt, at: Date, timeoutMs: number) => AttemptInFlight
 
+/** How an attempt that got no answer ends: status 0, failed. */
+export function noAnswer(error: string, outcome: DeliveryOutcome = 'failed', durationMs = 0): AttemptResult {
+  return { statusCode: 0, success: false, outcome, durationMs, error, responseBody: null, retryAfterMs: undefined, gone: false }
+}
+
 class AttemptTimeout extends Error {}
 class BodyCutOff extends Error {}
 
@@ -190,7 +195,7 @@ export class SentAttempt implements Dispatcher.DispatchHandler, AttemptInFlight 
     const error = timedOut ? `no response within ${this.timeoutMs} ms` : describe(err)
     const refused = err instanceof RefusedDestination || (err as { cause?: unknown } | undefined)?.cause instanceof RefusedDestination
     const outcome = timedOut ? 'timeout' : refused ? 'refused' : 'failed'
-    return { statusCode: 0, success: false, outcome, durationMs: this.elapsedMs(), error, responseBody: null, retryAfterMs: undefined, gone: false }
+    return noAnswer(error, outcome, this.elapsedMs())
   }
 
   private elapsedMs(): number {
