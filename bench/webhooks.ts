@@ -21,6 +21,8 @@
  *           p50/p99 (target p99 < 250 ms) of an event that finds the worker idle: the path
  *           of an event (relay, fan-out, its 1,000 deliveries) rather than the queue a
  *           burst builds, and on a shared machine, not an open-loop rate it cannot keep.
+ * Unrelated requests: a GET /v1/account every 20 ms, one after another, for 3 s on the idle
+ * server before the burst and then for the whole burst: their latency p50/p99/max.
  * After the run the store is read: every delivery attempted once and logged once, and
  * the latency split into fan-out (answer -> delivery row written), queue (row -> attempt
  * started) and send (attempt started -> arrival).
@@ -291,9 +293,35 @@ function splitOf(phase: PhaseResult, byKey: Map<string, RecordedDelivery>, webho
   return { fanOut: latencyOf(fanOut), queue: latencyOf(queue), send: latencyOf(send) }
 }
 
+/** Every PROBE_EVERY_MS, one GET /v1/account after another: how a request unrelated to webhooks fares. */
+const PROBE_EVERY_MS = 20
+const PROBE_IDLE_MS = 3000
+
+function probeRequests(server: RunningServer, key: string): { stop(): Promise<Latency & { count: number }> } {
+  let running = true
+  const latencies: number[] = []
+  const done = (async () => {
+    while (running) {
+      const started = now()
+      await call(`${server.url}/v1/account`, 'GET', undefined, key)
+      latencies.push(now() - started)
+      await new Promise((r) => setTimeout(r, PROBE_EVERY_MS))
+    }
+  })()
+  return {
+    async stop() {
+      running = false
+      await done
+      return { ...latencyOf(latencies), count: latencies.length }
+    },
+  }
+}
+
 interface RunResult {
   floor: PhaseResult
   burst: PhaseResult
+  /** GET /v1/account on the idle server just before the burst, and during it. */
+  requests: { idle: Latency & { count: number }; burst: Latency & { count: number } }
   paced: PhaseResult | undefined
   ratio: number
   concurrency: number
@@ -374,11 +402,16 @@ async function oneRun(run: number, build: Build, ca: Awaited<ReturnType<typeof c
     await floorClient.close()
 
     await quiet('burst')
+    const idleProbe = probeRequests(live, key)
+    await new Promise((r) => setTimeout(r, PROBE_IDLE_MS))
+    const idleRequests = await idleProbe.stop()
+    const burstProbe = probeRequests(live, key)
     const burst = await runPhase(receiver, live, total, async () => {
       const triggers: Trigger[] = []
       for (let e = 0; e < eventCount; e++) triggers.push(await trigger(live, key))
       return triggers
     })
+    const requests = { idle: idleRequests, burst: await burstProbe.stop() }
 
     let paced: PhaseResult | undefined
     if (!flags['no-paced']) {
@@ -413,7 +446,7 @@ async function oneRun(run: number, build: Build, ca: Awaited<ReturnType<typeof c
         delete phase.triggers
       }
     }
-    return { floor, burst, paced, ratio: burst.deliveriesPerSecond / floor.deliveriesPerSecond, concurrency, check }
+    return { floor, burst, requests, paced, ratio: burst.deliveriesPerSecond / floor.deliveriesPerSecond, concurrency, check }
   } finally {
     await server?.stop()
     await receiver.stop()
@@ -438,6 +471,7 @@ function report(run: number, r: RunResult): void {
   console.log(`    burst: ${int(r.burst.deliveries)} in ${r.burst.seconds.toFixed(2)} s = ${int(r.burst.deliveriesPerSecond)}/s, ratio ${r.ratio.toFixed(3)}; latency ${latencyText(r.burst.latency)}`)
   if (r.burst.split) console.log(`      fan-out ${latencyText(r.burst.split.fanOut)}; queue ${latencyText(r.burst.split.queue)}; send ${latencyText(r.burst.split.send)}`)
   console.log(`      ${cpuText(r.burst.cpu)}; ${r.burst.newConnections} new connections, ${r.burst.duplicates} duplicates, ${r.burst.strays} strays`)
+  console.log(`      GET /v1/account meanwhile (${int(r.requests.burst.count)}): ${latencyText(r.requests.burst)}; on the idle server just before (${int(r.requests.idle.count)}): ${latencyText(r.requests.idle)}`)
   if (r.paced) {
     console.log(`    one at a time (${pauseMs} ms between): ${int(r.paced.deliveries)} in ${r.paced.seconds.toFixed(2)} s; latency ${latencyText(r.paced.latency)}`)
     if (r.paced.split) console.log(`      fan-out ${latencyText(r.paced.split.fanOut)}; queue ${latencyText(r.paced.split.queue)}; send ${latencyText(r.paced.split.send)}`)
@@ -463,6 +497,7 @@ async function main(): Promise<void> {
   const p99 = median(results.map((r) => (r.paced ?? r.burst).latency.p99))
   console.log(`\nmedian of ${runs} run(s) on ${store}: floor ${int(median(results.map((r) => r.floor.deliveriesPerSecond)))}/s; server (burst) ${int(median(results.map((r) => r.burst.deliveriesPerSecond)))}/s; ratio ${ratio.toFixed(3)} (target >= ${TARGET_RATIO}: ${ratio >= TARGET_RATIO ? 'MET' : 'MISSED'})`)
   console.log(`  burst latency p50 ${ms(median(results.map((r) => r.burst.latency.p50)))}, p99 ${ms(median(results.map((r) => r.burst.latency.p99)))}`)
+  console.log(`  GET /v1/account during the burst p50 ${ms(median(results.map((r) => r.requests.burst.p50)))}, p99 ${ms(median(results.map((r) => r.requests.burst.p99)))}; idle p50 ${ms(median(results.map((r) => r.requests.idle.p50)))}, p99 ${ms(median(results.map((r) => r.requests.idle.p99)))}`)
   if (results[0]?.paced) console.log(`  one-at-a-time latency p50 ${ms(median(results.map((r) => r.paced!.latency.p50)))}, p99 ${ms(p99)} (target < ${TARGET_P99_MS} ms: ${p99 < TARGET_P99_MS ? 'MET' : 'MISSED'})`)
   if (flags.json) writeFileSync(flags.json, JSON.stringify({ store, webhookCount, eventCount, pauseMs, code: build.code, results }, null, 2))
   if (results.some((r) => r.check.notDelivered > 0 || r.burst.duplicates > 0 || (r.paced?.duplicates ?? 0) > 0)) process.exitCode = 1

@@ -104,6 +104,21 @@ describe('the outbox relay', () => {
     expect(idsOf(received, accountId)).toEqual([...ids, marker])
   })
 
+  it('hands a consumer that takes only the first events of a batch the rest in the next, each once, in order', async () => {
+    const received: RelayedEvent[] = []
+    server.app.platform.relay.register({
+      name: `one-at-a-time-${randomUUID()}`,
+      handle: async (_trx, events) => {
+        received.push(events[0]!)
+        return 1
+      },
+    })
+    const accountId = randomUUID()
+    const ids = await commit(server, [event(accountId, 'a'), event(accountId, 'b'), event(accountId, 'c')])
+    await drainUntilRelayed(server, received, ids[2]!)
+    expect(idsOf(received, accountId)).toEqual(ids)
+  })
+
   it('gives every consumer each event once, on its own cursor', async () => {
     const one = recordingConsumer(server)
     const two = recordingConsumer(server)

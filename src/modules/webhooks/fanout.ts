@@ -15,6 +15,13 @@ const insertDeliveries = createBulkInsert<NewDelivery>({
   types: { id: 'text', webhook_id: 'text', account_id: 'text', event_id: 'text', event_type: 'text', payload: 'text', status: 'text', next_attempt_at: 'text', created_at: 'text' },
 })
 
+/**
+ * Deliveries one relay transaction writes, at most (an event with more webhooks is still
+ * written whole): about 10 ms of inserts on SQLite, where a batch of 200 events to 1,000
+ * webhooks each held requests up for a quarter of a second and more.
+ */
+const MAX_DELIVERIES_PER_TRANSACTION = 1_000
+
 /** The body every attempt of an event sends: flat JSON with `event` first. */
 export function eventBody(event: Pick<RelayedEvent, 'type' | 'data'>): string {
   return JSON.stringify({ event: event.type, ...event.data })
@@ -25,17 +32,19 @@ export function eventBody(event: Pick<RelayedEvent, 'type' | 'data'>): string {
  * webhook of the event's account and type that is active and was active when the event
  * occurred. The deliveries commit with the consumer's position, so each event fans out
  * exactly once, on whichever node relays it. Registered for the first time, it starts
- * at the end of the outbox: a new installation does not replay history. `created` is
+ * at the end of the outbox: a new installation does not replay history. It takes events
+ * while they come to MAX_DELIVERIES_PER_TRANSACTION, and leaves the rest to the relay's
+ * next transaction. `created` is
  * called when deliveries were written, inside the relay's transaction: before they commit.
  */
 export function webhookFanOut(clock: Clock, created: () => void): OutboxConsumer {
   return {
     name: 'webhooks',
     startAt: 'end',
-    async handle(trx: Transaction<DB>, events: readonly RelayedEvent[]): Promise<void> {
+    async handle(trx: Transaction<DB>, events: readonly RelayedEvent[]): Promise<number> {
       const accounts = [...new Set(events.map((e) => e.accountId))]
       const webhooks = await activeWebhooksOf(trx, accounts)
-      if (webhooks.length === 0) return
+      if (webhooks.length === 0) return events.length
       const subscribers = new Map<string, typeof webhooks>()
       for (const webhook of webhooks) {
         const key = `${webhook.account_id}\u0000${webhook.event_type}`
@@ -45,8 +54,12 @@ export function webhookFanOut(clock: Clock, created: () => void): OutboxConsumer
       }
       const now = clock.now().toISOString()
       const rows: NewDelivery[] = []
+      let taken = 0
       for (const event of events) {
         const takers = subscribers.get(`${event.accountId}\u0000${event.type}`) ?? []
+        // The rest wait for the next transaction: on SQLite this one holds the thread that serves requests.
+        if (taken > 0 && rows.length + takers.length > MAX_DELIVERIES_PER_TRANSACTION) break
+        taken++
         const payload = takers.length > 0 ? eventBody(event) : ''
         for (const webhook of takers) {
           // Created or re-activated after the event occurred: not its event.
@@ -64,9 +77,11 @@ export function webhookFanOut(clock: Clock, created: () => void): OutboxConsumer
           })
         }
       }
-      if (rows.length === 0) return
-      await insertDeliveries(trx, rows)
-      created()
+      if (rows.length > 0) {
+        await insertDeliveries(trx, rows)
+        created()
+      }
+      return taken
     },
   }
 }

@@ -26,9 +26,11 @@ export interface OutboxConsumer {
   /**
    * Receives committed events in order. Runs inside the relay's transaction: writes
    * made with `trx` commit together with the consumer's new position, so a consumer
-   * that only writes to the store sees each event exactly once.
+   * that only writes to the store sees each event exactly once. It may take the first
+   * few only, returning how many (at least one): the others come again in the next
+   * batch, so a consumer that writes much per event keeps its transaction short.
    */
-  handle(trx: Transaction<DB>, events: readonly RelayedEvent[]): Promise<void>
+  handle(trx: Transaction<DB>, events: readonly RelayedEvent[]): Promise<number | void>
 }
 
 export interface RelayOptions {
@@ -224,14 +226,15 @@ export class OutboxRelay {
           data: JSON.parse(row.payload) as Record<string, unknown>,
         }),
       )
-      await consumer.handle(trx, events)
-      const last = rows[rows.length - 1]!
+      const taken = (await consumer.handle(trx, events)) ?? events.length
+      const handled = Math.min(events.length, Math.max(1, taken))
+      const last = rows[handled - 1]!
       await trx
         .updateTable('outbox_cursors')
         .set({ tx_id: String(last.tx_id), last_id: Number(last.id) })
         .where('consumer', '=', consumer.name)
         .execute()
-      return rows.length
+      return handled
     })
   }
 
