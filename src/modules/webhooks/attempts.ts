@@ -5,7 +5,8 @@ import type { ClaimedDelivery } from './queries.js'
 import { nextAttemptAt as scheduleNext } from './schedule.js'
 import type { AttemptResult } from './sender.js'
 
-type Store = Pick<WebhooksDeps, 'db' | 'dialect'>
+/** The store handles recording needs. */
+type RecordingStore = Pick<WebhooksDeps, 'db' | 'dialect'>
 
 /** Automatic attempts follow the retry schedule; a manual one (retry, test) is one more attempt and leaves the schedule as it was. */
 export type AttemptKind = 'automatic' | 'manual'
@@ -81,7 +82,7 @@ function logOf(outcome: AttemptOutcome, attempt: number): queries.LogRow {
  * recorded for it.
  */
 export async function recordAttempts(
-  { db, dialect }: Store,
+  { db, dialect }: RecordingStore,
   leaseOwner: string,
   outcomes: readonly AttemptOutcome[],
   scheduleMs: readonly number[],
@@ -109,7 +110,7 @@ export async function recordAttempts(
 
 /** Records one attempt (a manual retry or test), as recordAttempts does a batch. */
 export async function recordAttempt(
-  store: Store,
+  store: RecordingStore,
   leaseOwner: string,
   delivery: ClaimedDelivery,
   kind: AttemptKind,
