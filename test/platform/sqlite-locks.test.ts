@@ -6,6 +6,7 @@ import { sql } from 'kysely'
 import { afterEach, describe, expect, it } from 'vitest'
 import { bulkWriterTarget } from '../../src/platform/db/bulk-writes.js'
 import { openBulkWriter, openStore, type Store } from '../../src/platform/db/connect.js'
+import { loopDelayDuring } from '../support/event-loop.js'
 
 let store: Store | undefined
 let other: SQLite.Database | undefined
@@ -24,20 +25,6 @@ async function storeWithOtherWriter() {
   await sql`create table items (id integer primary key, name text not null)`.execute(store.db)
   other = new SQLite(path)
   return { db: store.db, other }
-}
-
-/** The longest the event loop went without running a 5 ms timer while `work` was pending. */
-async function loopDelayDuring(work: Promise<unknown>): Promise<number> {
-  let worst = 0
-  let last = performance.now()
-  const timer = setInterval(() => {
-    const now = performance.now()
-    worst = Math.max(worst, now - last)
-    last = now
-  }, 5)
-  await work
-  clearInterval(timer)
-  return worst
 }
 
 describe('SQLite store: locks held by another connection', () => {

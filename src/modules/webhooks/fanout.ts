@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely'
+import type { Kysely, Transaction } from 'kysely'
 import type { Clock } from '../../platform/clock.js'
 import { createBulkInsert } from '../../platform/db/bulk.js'
 import type { DB, WebhookDeliveriesTable } from '../../platform/db/schema.js'
@@ -17,8 +17,9 @@ const insertDeliveries = createBulkInsert<NewDelivery>({
 
 /**
  * Deliveries one relay transaction writes, at most (an event with more webhooks is still
- * written whole). On SQLite the transaction runs on the thread that serves requests, and
- * a relay batch of 200 events to 1,000 webhooks each was 200,000 rows in one go.
+ * written whole). On SQLite the transaction holds the write lock, which a request that
+ * writes waits for; a relay batch of 200 events to 1,000 webhooks each was 200,000 rows
+ * in one go.
  */
 const MAX_DELIVERIES_PER_TRANSACTION = 1_000
 
@@ -35,12 +36,14 @@ export function eventBody(event: Pick<RelayedEvent, 'type' | 'data'>): string {
  * at the end of the outbox: a new installation does not replay history. It takes events
  * while they come to MAX_DELIVERIES_PER_TRANSACTION and leaves the rest to the relay's
  * next transaction. `created` is called when deliveries were written, inside the relay's
- * transaction: before they commit.
+ * transaction: before they commit. Its batches run on `db` (the store's background
+ * connection).
  */
-export function webhookFanOut(clock: Clock, created: () => void): OutboxConsumer {
+export function webhookFanOut(db: Kysely<DB>, clock: Clock, created: () => void): OutboxConsumer {
   return {
     name: 'webhooks',
     startAt: 'end',
+    db,
     async handle(trx: Transaction<DB>, events: readonly RelayedEvent[]): Promise<number> {
       const accounts = [...new Set(events.map((e) => e.accountId))]
       const webhooks = await activeWebhooksOf(trx, accounts)
@@ -57,7 +60,7 @@ export function webhookFanOut(clock: Clock, created: () => void): OutboxConsumer
       let taken = 0
       for (const event of events) {
         const takers = subscribers.get(`${event.accountId}\u0000${event.type}`) ?? []
-        // The rest wait for the next transaction: on SQLite this one holds the thread that serves requests.
+        // The rest wait for the next transaction: on SQLite this one holds the write lock.
         if (taken > 0 && rows.length + takers.length > MAX_DELIVERIES_PER_TRANSACTION) break
         taken++
         const payload = takers.length > 0 ? eventBody(event) : ''

@@ -6,7 +6,7 @@ import { deleteOldDeliveries, deleteOldLogs } from './queries.js'
 
 const PURGE_EVERY_MS = 3_600_000
 const FIRST_PURGE_AFTER_MS = 60_000
-// Small enough that one DELETE on SQLite (which blocks the thread) takes milliseconds.
+// Small enough that one DELETE takes milliseconds: it holds the write lock, which a request that writes waits for.
 const PURGE_BATCH = 1_000
 
 /**

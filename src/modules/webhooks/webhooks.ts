@@ -58,14 +58,17 @@ export class Webhooks {
     webhookMetrics.watchQueue(store.db, store.readLong, clock)
     const deps: WebhooksDeps = { db: store.db, dialect: store.dialect, clock, demand: this.demand, allowPrivateNetworks: options.allowPrivateNetworks, metrics: webhookMetrics }
     this.deps = { ...deps, agent: this.agent, leases, timeoutMs: options.timeoutMs, retryScheduleMs: options.retryScheduleMs }
-    this.worker = new DeliveryWorker(deps, (attempt, at, timeoutMs) => this.sender.send(attempt, at, timeoutMs), leases, logger.child({ component: 'webhook-worker' }), {
+    // The fan-out, the worker and retention write on the store's background connection:
+    // on SQLite their statements and commits run off the thread that serves requests.
+    // Tests and retries sent on request write on the requests' own.
+    this.worker = new DeliveryWorker({ ...deps, db: store.background }, (attempt, at, timeoutMs) => this.sender.send(attempt, at, timeoutMs), leases, logger.child({ component: 'webhook-worker' }), {
       ...WORKER,
       timeoutMs: options.timeoutMs,
       retryScheduleMs: options.retryScheduleMs,
     })
-    this.retention = new LogRetention(store.db, clock, logger.child({ component: 'webhook-retention' }), options.logRetentionDays * 86_400_000)
+    this.retention = new LogRetention(store.background, clock, logger.child({ component: 'webhook-retention' }), options.logRetentionDays * 86_400_000)
     // Registered now, so the relay never prunes events before this consumer has a position.
-    relay.register(webhookFanOut(clock, () => this.worker.expectDeliveries()))
+    relay.register(webhookFanOut(store.background, clock, () => this.worker.expectDeliveries()))
   }
 
   async register(app: FastifyInstance): Promise<void> {

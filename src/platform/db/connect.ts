@@ -21,6 +21,7 @@ import type { DB } from './schema.js'
 import { NonBlockingSqliteDialect, type DriverDatabase } from './sqlite-driver.js'
 import { SqliteMaintenance, type MaintenanceOptions } from './sqlite-maintenance-client.js'
 import { SqliteReader } from './sqlite-reader-client.js'
+import { SqliteWriter, SqliteWriterDialect } from './sqlite-writer-client.js'
 import { StoreWaits } from './store-waits.js'
 
 export interface Store {
@@ -32,6 +33,13 @@ export interface Store {
    * through the pool like any query.
    */
   readLong<T>(query: Compilable<T>): Promise<T[]>
+  /**
+   * For background work that writes much and often (the webhook fan-out and delivery
+   * worker): on SQLite a connection of its own whose statements and commits run on a
+   * thread of their own (sqlite-writer.ts), so that none of them hold up requests; on
+   * PostgreSQL, and for an in-memory SQLite database, the same as `db`.
+   */
+  background: Kysely<DB>
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>
   /** Queries waiting for a connection or the reader thread (metrics). */
@@ -63,15 +71,9 @@ export function openBulkWriter(target: BulkWriterTarget): BulkWriter {
     const db = new Kysely<DB>({ dialect: new CurrentSchemaPostgresDialect({ pool: postgresPool(target.url, target.schema, 1) }) })
     return { db, dialect: postgresDialect, pace: connectedStorePace, close: () => db.destroy() }
   }
-  const database = new SQLite(target.path, { fileMustExist: true })
-  configureSqlite(database)
-  // This thread may wait for the lock: the requests' connection holds it only briefly.
-  database.pragma(`busy_timeout = ${LOCK_TIMEOUT_MS}`)
-  // The maintenance thread checkpoints, as for the main connection.
-  database.pragma('wal_autocheckpoint = 0')
-  database.pragma(`journal_size_limit = ${MAINTENANCE.limitFrames * 4096}`)
+  const database = openSecondarySqlite(target.path)
   const lockWaiters = new Int32Array(target.lockWaiters)
-  const db = new Kysely<DB>({ dialect: new NonBlockingSqliteDialect(withStatementCache(database), LOCK_TIMEOUT_MS) })
+  const db = new Kysely<DB>({ dialect: new NonBlockingSqliteDialect(database, LOCK_TIMEOUT_MS) })
   return {
     db,
     dialect: sqliteDialect,
@@ -85,8 +87,28 @@ export function openBulkWriter(target: BulkWriterTarget): BulkWriter {
 // The longest a bulk writer stands back for waiting requests before each transaction.
 const MAX_STAND_BACK_MS = 1_000
 
+/**
+ * A second connection to the SQLite file, for a worker thread (a bulk writer, the writer
+ * thread): it may wait for the write lock on its thread, and it leaves checkpoints to the
+ * maintenance thread, as the main connection does.
+ */
+export function openSecondarySqlite(path: string): DriverDatabase {
+  const database = new SQLite(path, { fileMustExist: true })
+  configureSqlite(database)
+  // This thread may wait for the lock: the requests' connection holds it only briefly.
+  database.pragma(`busy_timeout = ${LOCK_TIMEOUT_MS}`)
+  database.pragma('wal_autocheckpoint = 0')
+  database.pragma(`journal_size_limit = ${MAINTENANCE.limitFrames * 4096}`)
+  return withStatementCache(database)
+}
+
 /** Blocks a bulk writer's thread (never the main one) while statements of the requests' connection wait for the lock. */
-async function letWaitersWrite(lockWaiters: Int32Array): Promise<void> {
+export async function letWaitersWrite(lockWaiters: Int32Array): Promise<void> {
+  standBackForWaiters(lockWaiters)
+}
+
+/** letWaitersWrite without the promise, for a thread that runs its statements synchronously. */
+export function standBackForWaiters(lockWaiters: Int32Array): void {
   const deadline = Date.now() + MAX_STAND_BACK_MS
   for (let waiting = Atomics.load(lockWaiters, 0); waiting > 0 && Date.now() < deadline; waiting = Atomics.load(lockWaiters, 0)) {
     Atomics.wait(lockWaiters, 0, waiting, 5)
@@ -102,6 +124,10 @@ function configureSqlite(database: SQLite.Database): void {
   // 64 MiB of page cache (the default is 2 MiB): bulk inserts touch index pages all over
   // the unique (account, phone) index, and counts scan the whole table.
   database.pragma('cache_size = -65536')
+  // Unicode lower-casing for case-insensitive matching (SQLite's lower() knows ASCII only).
+  database.function('ulower', { deterministic: true }, (value: unknown) =>
+    value === null || value === undefined ? null : String(value).toLowerCase(),
+  )
 }
 
 function openSqlite(path: string): Store {
@@ -122,9 +148,6 @@ function openSqlite(path: string): Store {
   const maintenance = path === ':memory:' ? undefined : new SqliteMaintenance(path, MAINTENANCE, () => database.pragma('wal_autocheckpoint = 1000'))
   if (maintenance) database.pragma('wal_autocheckpoint = 0')
   database.pragma(`journal_size_limit = ${MAINTENANCE.limitFrames * 4096}`)
-  database.function('ulower', { deterministic: true }, (value: unknown) =>
-    value === null || value === undefined ? null : String(value).toLowerCase(),
-  )
   const lockWaiters = path === ':memory:' ? undefined : new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT)
   const db = new Kysely<DB>({
     dialect: new NonBlockingSqliteDialect(withStatementCache(database), LOCK_TIMEOUT_MS, lockWaiters && new Int32Array(lockWaiters)),
@@ -145,6 +168,7 @@ function openSqlite(path: string): Store {
   // Started once the file exists. An in-memory database lives on one connection only;
   // there the main connection serves long reads too.
   const reader = path === ':memory:' ? undefined : new SqliteReader(path)
+  const background = lockWaiters ? new Kysely<DB>({ dialect: new SqliteWriterDialect(new SqliteWriter({ path, lockWaiters })) }) : db
   const lockWaiting = lockWaiters && new Int32Array(lockWaiters)
   const waits = new StoreWaits(
     () => (reader?.queued ?? 0) + (lockWaiting ? Atomics.load(lockWaiting, 0) : 0),
@@ -154,6 +178,7 @@ function openSqlite(path: string): Store {
   return {
     db,
     dialect: sqliteDialect,
+    background,
     waits,
     readLong: async <T>(query: Compilable<T>) => {
       const compiled = query.compile()
@@ -164,6 +189,7 @@ function openSqlite(path: string): Store {
       await sql`select 1`.execute(db)
     },
     close: async () => {
+      if (background !== db) await background.destroy()
       await reader?.close()
       await maintenance?.close()
       await db.destroy()
@@ -274,6 +300,7 @@ function openPostgres(url: string, schema: string | undefined, logger: Logger | 
   return {
     db,
     dialect: postgresDialect,
+    background: db,
     readLong: async <T>(query: Compilable<T>) => (await db.executeQuery<T>(query.compile() as never)).rows,
     ping: async () => {
       await sql`select 1`.execute(db)

@@ -45,37 +45,25 @@ export class NonBlockingSqliteDialect extends SqliteDialect {
   }
 }
 
-class NonBlockingSqliteDriver implements Driver {
-  private readonly mutex = new ConnectionMutex()
-  private readonly connection: NonBlockingSqliteConnection
-
-  constructor(
-    private readonly database: DriverDatabase,
-    lockTimeoutMs: number,
-    lockWaiters: Int32Array | undefined,
-  ) {
-    this.connection = new NonBlockingSqliteConnection(database, this.mutex, lockTimeoutMs, lockWaiters)
-  }
+/**
+ * What the SQLite drivers share: one connection, which queries and transactions take in
+ * turn (waiting until it is released), and savepoints by name.
+ */
+export abstract class OneConnectionDriver<C extends DatabaseConnection> implements Driver {
+  protected readonly mutex = new ConnectionMutex()
+  protected abstract readonly connection: C
 
   async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
-    // One connection: wait until it is released.
     await this.mutex.lock()
     return this.connection
   }
 
-  async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'))
-  }
-
-  async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('commit'))
-  }
-
-  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('rollback'))
-  }
+  abstract beginTransaction(connection: DatabaseConnection): Promise<void>
+  abstract commitTransaction(connection: DatabaseConnection): Promise<void>
+  abstract rollbackTransaction(connection: DatabaseConnection): Promise<void>
+  abstract destroy(): Promise<void>
 
   async savepoint(connection: DatabaseConnection, name: string): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw(`savepoint ${identifier(name)}`))
@@ -91,6 +79,31 @@ class NonBlockingSqliteDriver implements Driver {
 
   async releaseConnection(): Promise<void> {
     this.mutex.unlock()
+  }
+}
+
+class NonBlockingSqliteDriver extends OneConnectionDriver<NonBlockingSqliteConnection> {
+  protected readonly connection: NonBlockingSqliteConnection
+
+  constructor(
+    private readonly database: DriverDatabase,
+    lockTimeoutMs: number,
+    lockWaiters: Int32Array | undefined,
+  ) {
+    super()
+    this.connection = new NonBlockingSqliteConnection(database, this.mutex, lockTimeoutMs, lockWaiters)
+  }
+
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'))
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('commit'))
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('rollback'))
   }
 
   async destroy(): Promise<void> {

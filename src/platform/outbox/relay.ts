@@ -1,4 +1,4 @@
-import { sql, type Transaction } from 'kysely'
+import { sql, type Kysely, type Transaction } from 'kysely'
 import type { Counter } from 'prom-client'
 import type { Logger } from 'pino'
 import type { Clock } from '../clock.js'
@@ -23,6 +23,12 @@ export interface OutboxConsumer {
    * (the default), or at the end of the outbox, seeing only events committed after.
    */
   readonly startAt?: 'beginning' | 'end'
+  /**
+   * The connection its batches run on, when not the store's own: a consumer that writes
+   * much passes the store's `background` connection, so that on SQLite its transactions
+   * run on the writer thread rather than on the thread that serves requests.
+   */
+  readonly db?: Kysely<DB>
   /**
    * Receives committed events in order. Runs inside the relay's transaction: writes
    * made with `trx` commit together with the consumer's new position, so a consumer
@@ -195,7 +201,8 @@ export class OutboxRelay {
   }
 
   private async relayBatch(consumer: OutboxConsumer, { waitForLocks }: PassOptions): Promise<number> {
-    const { db, dialect } = this.options.store
+    const { dialect } = this.options.store
+    const db = consumer.db ?? this.options.store.db
     await db
       .insertInto('outbox_cursors')
       .values({ consumer: consumer.name, ...(consumer.startAt === 'end' ? await this.endOfOutbox() : { tx_id: '0', last_id: 0 }) })

@@ -1,0 +1,101 @@
+import { mkdtempSync } from 'node:fs'
+import type { Worker } from 'node:worker_threads'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Kysely, sql } from 'kysely'
+import { afterEach, describe, expect, it } from 'vitest'
+import { openStore, type Store } from '../../src/platform/db/connect.js'
+import { SqliteWriter, SqliteWriterDialect } from '../../src/platform/db/sqlite-writer-client.js'
+import { loopDelayDuring } from '../support/event-loop.js'
+
+// The writer thread exists on SQLite only (on PostgreSQL `background` is the pool), so
+// these tests open a SQLite file of their own whichever store the run is for.
+let store: Store | undefined
+
+afterEach(async () => {
+  await store?.close()
+  store = undefined
+})
+
+async function storeWithItems() {
+  const path = join(mkdtempSync(join(tmpdir(), 'mp-writer-')), 'test.db')
+  store = openStore({ kind: 'sqlite', path })
+  await sql`create table items (id integer primary key, name text not null unique)`.execute(store.db)
+  return { store, path }
+}
+
+const names = async (db: Kysely<any>) => (await db.selectFrom('items').select('name').orderBy('id').execute()).map((row) => row.name as string)
+
+describe('SQLite store: the background connection (writer thread)', () => {
+  it('runs statements and transactions on a connection of its own: commits are seen by the main connection, rollbacks are not', async () => {
+    const { store } = await storeWithItems()
+    const background = store.background as unknown as Kysely<any>
+    expect(background).not.toBe(store.db)
+
+    await background.insertInto('items').values({ name: 'single' }).execute()
+    await background.transaction().execute(async (trx) => {
+      await trx.insertInto('items').values({ name: 'first' }).execute()
+      await trx.insertInto('items').values({ name: 'second' }).execute()
+    })
+    await expect(
+      background.transaction().execute(async (trx) => {
+        await trx.insertInto('items').values({ name: 'rolled back' }).execute()
+        throw new Error('changed its mind')
+      }),
+    ).rejects.toThrow('changed its mind')
+
+    expect(await names(store.db as unknown as Kysely<any>)).toEqual(['single', 'first', 'second'])
+    const result = await background.updateTable('items').set({ name: sql`name || '!'` }).where('name', 'like', '%s%').executeTakeFirst()
+    expect(Number(result.numUpdatedRows)).toBe(3)
+  })
+
+  it("fails a statement with SQLite's message and code, and goes on serving the next", async () => {
+    const { store } = await storeWithItems()
+    const background = store.background as unknown as Kysely<any>
+    await background.insertInto('items').values({ name: 'taken' }).execute()
+
+    const failure = await background.insertInto('items').values({ name: 'taken' }).execute().catch((err: unknown) => err)
+    expect(failure).toBeInstanceOf(Error)
+    expect(failure).toMatchObject({ code: 'SQLITE_CONSTRAINT_UNIQUE', message: expect.stringContaining('UNIQUE constraint failed: items.name') })
+
+    await background.insertInto('items').values({ name: 'next' }).execute()
+    expect(await names(background)).toEqual(['taken', 'next'])
+  })
+
+  it('keeps the event loop free while a long statement runs, where the main connection holds it for the whole statement', async () => {
+    const { store } = await storeWithItems()
+    // A statement of a few hundred milliseconds: a count over millions of generated rows.
+    const long = sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < 1000000) select count(*) as c from n`
+    const onMain = await loopDelayDuring(long.execute(store.db))
+    const onWriter = await loopDelayDuring(long.execute(store.background))
+    expect(onMain).toBeGreaterThan(100)
+    expect(onWriter).toBeLessThan(50)
+  })
+
+  it('when its thread dies mid-transaction, the transaction fails and is rolled back, and the next statement starts a new thread', async () => {
+    const { path } = await storeWithItems()
+    const writer = new SqliteWriter({ path, lockWaiters: new SharedArrayBuffer(4) })
+    const db = new Kysely<any>({ dialect: new SqliteWriterDialect(writer) })
+    try {
+      const outcome = db
+        .transaction()
+        .execute(async (trx) => {
+          await trx.insertInto('items').values({ name: 'before the crash' }).execute()
+          // What a crash of the thread looks like from outside: it exits.
+          await (writer as unknown as { worker: Worker }).worker.terminate()
+          await trx.insertInto('items').values({ name: 'after the crash' }).execute()
+        })
+        .then(
+          () => 'committed',
+          (err: Error) => err.message,
+        )
+      expect(await outcome).toMatch(/writer thread stopped/)
+
+      // The dead connection's transaction is gone with it, and a new thread writes.
+      await db.insertInto('items').values({ name: 'on the new thread' }).execute()
+      expect(await names(db)).toEqual(['on the new thread'])
+    } finally {
+      await db.destroy()
+    }
+  })
+})
