@@ -40,14 +40,17 @@ export class SqliteWriter {
     return this.generation
   }
 
-  /** Runs a statement on the thread; with `on`, only if the thread is still the one given. */
-  run(sql: string, parameters: readonly unknown[], on?: number): Promise<Answer> {
+  /**
+   * Runs a statement on the thread; with `on`, only if the thread is still the one given;
+   * with `begin`, as the first statement of a transaction.
+   */
+  run(sql: string, parameters: readonly unknown[], on?: number, begin = false): Promise<Answer> {
     const worker = this.thread()
     if (on !== undefined && on !== this.generation) return Promise.reject(new Error('the SQLite writer thread stopped during the transaction; it was rolled back'))
     return new Promise((resolve, reject) => {
       const id = ++this.nextId
       this.pending.set(id, { resolve, reject })
-      worker.postMessage({ type: 'run', id, sql, parameters } satisfies WriterRequest)
+      worker.postMessage({ type: 'run', id, sql, parameters, begin } satisfies WriterRequest)
     })
   }
 
@@ -123,7 +126,7 @@ class SqliteWriterDriver extends OneConnectionDriver<SqliteWriterConnection> {
   }
 
   async beginTransaction(): Promise<void> {
-    await this.connection.begin()
+    this.connection.begin()
   }
 
   async commitTransaction(): Promise<void> {
@@ -140,27 +143,40 @@ class SqliteWriterDriver extends OneConnectionDriver<SqliteWriterConnection> {
 }
 
 class SqliteWriterConnection implements DatabaseConnection {
-  /** The thread the open transaction began on: its statements run there or fail. */
+  /** The thread the transaction under way began on: its statements run there or fail. */
   private transactionOn: number | undefined
+  /** The transaction under way has sent no statement yet: it begins with its first. */
+  private beginWithNext = false
+  /** Whether the thread had a transaction open after the last statement. */
+  private openOnThread = false
 
   constructor(private readonly writer: SqliteWriter) {}
 
-  async begin(): Promise<void> {
-    const on = this.writer.current()
-    await this.writer.run('begin immediate', [], on)
-    this.transactionOn = on
+  /** Begins with the first statement, one message fewer per transaction. */
+  begin(): void {
+    this.transactionOn = this.writer.current()
+    this.beginWithNext = true
   }
 
   async end(how: 'commit' | 'rollback'): Promise<void> {
     const on = this.transactionOn
+    const begun = !this.beginWithNext
     this.transactionOn = undefined
-    // A thread that died took its transaction with it: rolled back already.
-    if (how === 'rollback' && on !== this.writer.current()) return
+    this.beginWithNext = false
+    // A transaction without statements never began; one whose begin failed, or whose
+    // thread died, was never open or was rolled back with it.
+    if (!begun || (how === 'rollback' && (!this.openOnThread || on !== this.writer.current()))) return
     await this.writer.run(how, [], on)
+    this.openOnThread = false
   }
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
-    const answer = await this.writer.run(compiledQuery.sql, compiledQuery.parameters, this.transactionOn)
+    const begin = this.beginWithNext
+    // Its begin failed: a statement run now would commit on its own, outside the transaction.
+    if (this.transactionOn !== undefined && !begin && !this.openOnThread) throw new Error('the transaction is not open on the SQLite writer thread')
+    this.beginWithNext = false
+    const answer = await this.writer.run(compiledQuery.sql, compiledQuery.parameters, this.transactionOn, begin)
+    this.openOnThread = answer.inTransaction
     if (answer.type === 'failed') throw Object.assign(new Error(answer.message), answer.code === undefined ? {} : { code: answer.code })
     if (answer.type === 'rows') return { rows: answer.rows as R[] }
     return { numAffectedRows: BigInt(answer.changes), insertId: BigInt(answer.lastInsertRowid), rows: [] }

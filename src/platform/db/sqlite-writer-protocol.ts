@@ -7,10 +7,12 @@ export interface WriterTarget {
   lockWaiters: SharedArrayBuffer
 }
 
-export type WriterRequest = { type: 'run'; id: number; sql: string; parameters: readonly unknown[] } | { type: 'close' }
+/** A statement; with `begin`, the first of a transaction, which begins (IMMEDIATE) just before it. */
+export type WriterRequest = { type: 'run'; id: number; sql: string; parameters: readonly unknown[]; begin: boolean } | { type: 'close' }
 
+/** The outcome of a statement, and whether a transaction is open on the connection after it. */
 export type WriterReply =
-  | { type: 'rows'; id: number; rows: unknown[] }
-  | { type: 'changed'; id: number; changes: number | bigint; lastInsertRowid: number | bigint }
-  | { type: 'failed'; id: number; message: string; code: string | undefined }
+  | { type: 'rows'; id: number; rows: unknown[]; inTransaction: boolean }
+  | { type: 'changed'; id: number; changes: number | bigint; lastInsertRowid: number | bigint; inTransaction: boolean }
+  | { type: 'failed'; id: number; message: string; code: string | undefined; inTransaction: boolean }
   | { type: 'closed' }

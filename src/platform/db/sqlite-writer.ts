@@ -5,10 +5,10 @@
  * attempts a second kept the thread that serves requests busy for most of each second.
  * Here the main thread only compiles statements and reads their answers.
  *
- * Statements come one at a time, in the order the client sends them; a transaction is
- * its statements between `begin immediate` and `commit` or `rollback`, as on any
- * connection. Before taking the write lock, the thread lets statements of the requests'
- * connection that are waiting for it go first.
+ * Statements come one at a time, in the order the client sends them. A transaction
+ * begins (IMMEDIATE) with its first statement, in the same message, and ends with
+ * `commit` or `rollback`, as on any connection. Before taking the write lock, the thread
+ * lets statements of the requests' connection that are waiting for it go first.
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { openSecondarySqlite, standBackForWaiters } from './connect.js'
@@ -28,19 +28,23 @@ port.on('message', (request: WriterRequest) => {
   run(request)
 })
 
-function run({ id, sql, parameters }: Extract<WriterRequest, { type: 'run' }>): void {
+const BEGIN = 'begin immediate'
+
+function run({ id, sql, parameters, begin }: Extract<WriterRequest, { type: 'run' }>): void {
   try {
+    // A write outside a transaction takes the lock, as a transaction's begin does.
+    if (begin || !database.inTransaction) standBackForWaiters(waiters)
+    if (begin) database.prepare(BEGIN).run([])
     const statement = database.prepare(sql)
     if (statement.reader) {
-      port.postMessage({ type: 'rows', id, rows: statement.all(parameters) } satisfies WriterReply)
+      port.postMessage({ type: 'rows', id, rows: statement.all(parameters), inTransaction: database.inTransaction } satisfies WriterReply)
       return
     }
-    // A write outside a transaction takes the lock too, as `begin immediate` does.
-    if (!database.inTransaction) standBackForWaiters(waiters)
     const { changes, lastInsertRowid } = statement.run(parameters)
-    port.postMessage({ type: 'changed', id, changes, lastInsertRowid } satisfies WriterReply)
+    port.postMessage({ type: 'changed', id, changes, lastInsertRowid, inTransaction: database.inTransaction } satisfies WriterReply)
   } catch (err) {
     const code = err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : undefined
-    port.postMessage({ type: 'failed', id, message: err instanceof Error ? err.message : String(err), code } satisfies WriterReply)
+    const message = err instanceof Error ? err.message : String(err)
+    port.postMessage({ type: 'failed', id, message, code, inTransaction: database.inTransaction } satisfies WriterReply)
   }
 }
