@@ -98,4 +98,14 @@ describe('SQLite store: the background connection (writer thread)', () => {
       await db.destroy()
     }
   })
+
+  it('once closed, fails statements instead of starting a thread again', async () => {
+    const { path } = await storeWithItems()
+    const writer = new SqliteWriter({ path, lockWaiters: new SharedArrayBuffer(4) })
+    const db = new Kysely<any>({ dialect: new SqliteWriterDialect(writer) })
+    await db.insertInto('items').values({ name: 'while open' }).execute()
+    await db.destroy()
+    await expect(writer.run('select 1', [])).rejects.toThrow('the SQLite writer is closed')
+    expect((writer as unknown as { worker: Worker | undefined }).worker).toBeUndefined()
+  })
 })

@@ -31,12 +31,13 @@ export class SqliteWriter {
   private generation = 0
   private readonly pending = new Map<number, { resolve: (answer: Answer) => void; reject: (err: Error) => void }>()
   private nextId = 0
+  private closed = false
 
   constructor(private readonly target: WriterTarget) {}
 
   /** The thread statements run on now (starting it if none runs): pass it to run() for the statements of a transaction begun there. */
   current(): number {
-    this.thread()
+    if (!this.closed) this.thread()
     return this.generation
   }
 
@@ -45,6 +46,7 @@ export class SqliteWriter {
    * with `begin`, as the first statement of a transaction.
    */
   run(sql: string, parameters: readonly unknown[], on?: number, begin = false): Promise<Answer> {
+    if (this.closed) return Promise.reject(new Error('the SQLite writer is closed'))
     const worker = this.thread()
     if (on !== undefined && on !== this.generation) return Promise.reject(new Error('the SQLite writer thread stopped during the transaction; it was rolled back'))
     return new Promise((resolve, reject) => {
@@ -56,6 +58,7 @@ export class SqliteWriter {
 
   /** Closes the thread's connection once the statements sent before are done. */
   async close(): Promise<void> {
+    this.closed = true
     const worker = this.worker
     if (!worker) return
     this.worker = undefined
@@ -77,16 +80,20 @@ export class SqliteWriter {
       this.pending.delete(reply.id)
       waiter?.resolve(reply)
     })
-    // An error ends the thread; 'exit' follows.
+    // An uncaught error ends the thread (its statements fail with it); 'exit' follows.
+    worker.on('error', (err) => this.failPending(new Error(`the SQLite writer thread failed: ${err.message}`)))
     worker.on('exit', () => {
       if (this.worker === worker) this.worker = undefined
-      const err = new Error('the SQLite writer thread stopped')
-      for (const waiter of this.pending.values()) waiter.reject(err)
-      this.pending.clear()
+      this.failPending(new Error('the SQLite writer thread stopped'))
     })
     this.worker = worker
     this.generation++
     return worker
+  }
+
+  private failPending(err: Error): void {
+    for (const waiter of this.pending.values()) waiter.reject(err)
+    this.pending.clear()
   }
 }
 
