@@ -183,6 +183,22 @@ export async function claimDueDeliveries(
   return withWebhooks(db, rows, now)
 }
 
+/**
+ * Whether any delivery is due and unclaimed, with a read: an idle worker asks this before
+ * it claims, since on SQLite a claim takes the write lock even when it finds nothing.
+ */
+export async function anyDueDelivery(db: Handle, now: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('status', '=', 'pending')
+    .where('lease_owner', 'is', null)
+    .where('next_attempt_at', '<=', now)
+    .limit(1)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
 /** Claims one delivery for a manual retry; undefined when it is absent, foreign, or being attempted right now. */
 export async function claimDelivery(
   db: Kysely<DB>,

@@ -75,6 +75,8 @@ export class DeliveryWorker {
   /** Until then, an empty claim is tried again soon: the fan-out said deliveries are coming. */
   private expectUntil = 0
   private expectRetryMs = EXPECT_FIRST_RETRY_MS
+  /** The last claim found nothing: the next one looks with a read first. */
+  private foundNothing = false
 
   constructor(
     private readonly deps: WebhooksDeps,
@@ -180,7 +182,11 @@ export class DeliveryWorker {
     if (this.soonestRetryAt <= now.getTime()) this.soonestRetryAt = Infinity
     const perWebhook = this.options.maxInFlightPerWebhook
     const busy = [...this.held].filter(([, n]) => n >= perWebhook).map(([id]) => id)
+    // Idle, the worker looks four times a second: with a read, so that on SQLite it takes
+    // no write lock (which requests that write would wait for) when nothing is due.
+    if (this.foundNothing && !(await queries.anyDueDelivery(db, now.toISOString()))) return 0
     const claimed = await queries.claimDueDeliveries(db, dialect, this.leases.claim(), now.toISOString(), limit, busy)
+    this.foundNothing = claimed.length === 0
     const over: string[] = []
     for (const delivery of claimed) {
       // One batch may hold more of a webhook's deliveries than it may hold at once: the rest go back.

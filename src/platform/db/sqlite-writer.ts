@@ -32,10 +32,11 @@ const BEGIN = 'begin immediate'
 
 function run({ id, sql, parameters, begin }: Extract<WriterRequest, { type: 'run' }>): void {
   try {
-    // A write outside a transaction takes the lock, as a transaction's begin does.
-    if (begin || !database.inTransaction) standBackForWaiters(waiters)
-    if (begin) database.prepare(BEGIN).run([])
     const statement = database.prepare(sql)
+    // A write outside a transaction takes the lock, as a transaction's begin does; a read
+    // takes none and never waits.
+    if (begin || (!statement.reader && !database.inTransaction)) standBackForWaiters(waiters)
+    if (begin) database.prepare(BEGIN).run([])
     if (statement.reader) {
       port.postMessage({ type: 'rows', id, rows: statement.all(parameters), inTransaction: database.inTransaction } satisfies WriterReply)
       return

@@ -68,6 +68,8 @@ export class OutboxRelay {
   private wakeRequested = false
   private stopListening: (() => void) | undefined
   private lastPruneAt = 0
+  /** Consumers whose position is known to be stored. */
+  private readonly positioned = new Set<string>()
   private readonly relayed: Counter<'consumer'>
 
   constructor(private readonly options: RelayOptions) {
@@ -203,11 +205,17 @@ export class OutboxRelay {
   private async relayBatch(consumer: OutboxConsumer, { waitForLocks }: PassOptions): Promise<number> {
     const { dialect } = this.options.store
     const db = consumer.db ?? this.options.store.db
-    await db
-      .insertInto('outbox_cursors')
-      .values({ consumer: consumer.name, ...(consumer.startAt === 'end' ? await this.endOfOutbox() : { tx_id: '0', last_id: 0 }) })
-      .onConflict((oc) => oc.column('consumer').doNothing())
-      .execute()
+    if (!this.positioned.has(consumer.name)) {
+      await db
+        .insertInto('outbox_cursors')
+        .values({ consumer: consumer.name, ...(consumer.startAt === 'end' ? await this.endOfOutbox() : { tx_id: '0', last_id: 0 }) })
+        .onConflict((oc) => oc.column('consumer').doNothing())
+        .execute()
+      this.positioned.add(consumer.name)
+    }
+    // Looked for with reads first: a pass that finds nothing opens no transaction, which
+    // on SQLite would take the write lock that requests writing meanwhile wait for.
+    if (!(await this.anyEventAfter(db, consumer.name))) return 0
     return db.transaction().execute(async (trx) => {
       let cursorQuery = trx.selectFrom('outbox_cursors').select(['tx_id', 'last_id']).where('consumer', '=', consumer.name)
       if (dialect.rowLocks) cursorQuery = waitForLocks ? cursorQuery.forUpdate() : cursorQuery.forUpdate().skipLocked()
@@ -243,6 +251,18 @@ export class OutboxRelay {
         .execute()
       return handled
     })
+  }
+
+  /** Whether an event that can be relayed now lies past the consumer's position (read without locking it). */
+  private async anyEventAfter(db: Kysely<DB>, consumer: string): Promise<boolean> {
+    const { dialect } = this.options.store
+    const cursor = await db.selectFrom('outbox_cursors').select(['tx_id', 'last_id']).where('consumer', '=', consumer).executeTakeFirst()
+    if (!cursor) {
+      this.positioned.delete(consumer)
+      return false
+    }
+    const next = await db.selectFrom('outbox').select('id').where(dialect.outboxAfter(cursor.tx_id, Number(cursor.last_id))).where(dialect.outboxVisible()).limit(1).executeTakeFirst()
+    return next !== undefined
   }
 
   /**
