@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs'
 import type { Worker } from 'node:worker_threads'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import SQLite from 'better-sqlite3'
 import { Kysely, sql } from 'kysely'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openStore, type Store } from '../../src/platform/db/connect.js'
@@ -107,5 +108,30 @@ describe('SQLite store: the background connection (writer thread)', () => {
     await db.destroy()
     await expect(writer.run('select 1', [])).rejects.toThrow('the SQLite writer is closed')
     expect((writer as unknown as { worker: Worker | undefined }).worker).toBeUndefined()
+  })
+
+  it("counts in the store's waits: work queued behind a transaction that waits for the write lock", async () => {
+    const { store, path } = await storeWithItems()
+    const background = store.background as unknown as Kysely<any>
+    await background.selectFrom('items').select('id').execute()
+    const waited: number[] = []
+    store.waits.onWait = (seconds) => waited.push(seconds)
+    const other = new SQLite(path)
+    other.exec('begin immediate')
+    try {
+      // The first write waits for the lock on the writer thread, holding the background
+      // connection; the read after it waits for the connection.
+      const write = background.insertInto('items').values({ name: 'after the lock' }).execute()
+      const read = background.selectFrom('items').select('name').execute()
+      await expect.poll(() => ({ waiting: store.waits.waiting(), busy: store.waits.busy() })).toEqual({ waiting: 1, busy: 1 })
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      other.exec('rollback')
+      await Promise.all([write, read])
+    } finally {
+      if (other.inTransaction) other.exec('rollback')
+      other.close()
+    }
+    expect({ waiting: store.waits.waiting(), busy: store.waits.busy() }).toEqual({ waiting: 0, busy: 0 })
+    expect(Math.max(...waited)).toBeGreaterThan(0.05)
   })
 })

@@ -168,11 +168,12 @@ function openSqlite(path: string): Store {
   // Started once the file exists. An in-memory database lives on one connection only;
   // there the main connection serves long reads too.
   const reader = path === ':memory:' ? undefined : new SqliteReader(path)
-  const background = lockWaiters ? new Kysely<DB>({ dialect: new SqliteWriterDialect(new SqliteWriter({ path, lockWaiters })) }) : db
+  const writer = lockWaiters && new SqliteWriterDialect(new SqliteWriter({ path, lockWaiters }), (seconds) => waits.record(seconds))
+  const background = writer ? new Kysely<DB>({ dialect: writer }) : db
   const lockWaiting = lockWaiters && new Int32Array(lockWaiters)
   const waits = new StoreWaits(
-    () => (reader?.queued ?? 0) + (lockWaiting ? Atomics.load(lockWaiting, 0) : 0),
-    () => reader?.running ?? 0,
+    () => (reader?.queued ?? 0) + (writer?.waiting ?? 0) + (lockWaiting ? Atomics.load(lockWaiting, 0) : 0),
+    () => (reader?.running ?? 0) + (writer?.busy ?? 0),
   )
   if (reader) reader.onWait = (seconds) => waits.record(seconds)
   return {

@@ -55,9 +55,24 @@ export abstract class OneConnectionDriver<C extends DatabaseConnection> implemen
 
   async init(): Promise<void> {}
 
+  /** Told how long each query or transaction waited for the connection, in seconds. */
+  onWait: ((seconds: number) => void) | undefined
+
   async acquireConnection(): Promise<DatabaseConnection> {
+    const started = performance.now()
     await this.mutex.lock()
+    this.onWait?.((performance.now() - started) / 1000)
     return this.connection
+  }
+
+  /** Queries and transactions waiting for the connection now. */
+  get waiting(): number {
+    return this.mutex.queued
+  }
+
+  /** 1 while a query or transaction holds the connection, else 0. */
+  get busy(): number {
+    return this.mutex.held ? 1 : 0
   }
 
   abstract beginTransaction(connection: DatabaseConnection): Promise<void>
@@ -188,6 +203,16 @@ class ConnectionMutex {
     const next = this.waiting.shift()
     if (next) next()
     else this.locked = false
+  }
+
+  /** Whether someone holds the connection now. */
+  get held(): boolean {
+    return this.locked
+  }
+
+  /** How many wait for it. */
+  get queued(): number {
+    return this.waiting.length
   }
 }
 

@@ -105,10 +105,28 @@ export class SqliteWriter {
  * (sqlite-driver.ts).
  */
 export class SqliteWriterDialect implements Dialect {
-  constructor(private readonly writer: SqliteWriter) {}
+  private driver: SqliteWriterDriver | undefined
+
+  constructor(
+    private readonly writer: SqliteWriter,
+    /** Told how long each query or transaction waited for the connection, in seconds (metrics). */
+    private readonly onWait?: (seconds: number) => void,
+  ) {}
 
   createDriver(): Driver {
-    return new SqliteWriterDriver(this.writer)
+    this.driver = new SqliteWriterDriver(this.writer)
+    this.driver.onWait = this.onWait
+    return this.driver
+  }
+
+  /** Queries and transactions waiting for the connection now (metrics). */
+  get waiting(): number {
+    return this.driver?.waiting ?? 0
+  }
+
+  /** 1 while one holds the connection, else 0 (metrics). */
+  get busy(): number {
+    return this.driver?.busy ?? 0
   }
 
   createQueryCompiler(): QueryCompiler {
