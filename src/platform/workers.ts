@@ -13,3 +13,16 @@ export function startWorker(from: string, name: string, workerData: unknown): Wo
   const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(module)}) })`
   return new Worker(bootstrap, { eval: true, workerData })
 }
+
+/**
+ * Ends a worker thread that answers a close request with `{ type: 'closed' }` once what it
+ * was sent before is done (or that exits first), then terminates it.
+ */
+export async function closeWorker(worker: Worker, closeRequest: { type: 'close' }): Promise<void> {
+  await new Promise<void>((resolve) => {
+    worker.on('message', (reply: { type?: string }) => reply.type === 'closed' && resolve())
+    worker.once('exit', () => resolve())
+    worker.postMessage(closeRequest)
+  })
+  await worker.terminate()
+}

@@ -1,6 +1,6 @@
 import type { Worker } from 'node:worker_threads'
 import type { Logger } from 'pino'
-import { startWorker } from '../../platform/workers.js'
+import { closeWorker, startWorker } from '../../platform/workers.js'
 import type { AttemptOrder, SenderReply, SenderRequest, SenderThreadData } from './sender-protocol.js'
 import { noAnswer, type Attempt, type AttemptInFlight, type AttemptResult } from './sender.js'
 
@@ -64,12 +64,7 @@ export class SenderThread {
     const worker = this.worker
     if (!worker) return
     this.worker = undefined
-    await new Promise<void>((resolve) => {
-      worker.on('message', (reply: SenderReply) => reply.type === 'closed' && resolve())
-      worker.once('exit', () => resolve())
-      worker.postMessage({ type: 'close' } satisfies SenderRequest)
-    })
-    await worker.terminate()
+    await closeWorker(worker, { type: 'close' } satisfies SenderRequest)
   }
 
   private flush(): void {

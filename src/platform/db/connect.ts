@@ -79,7 +79,7 @@ export function openBulkWriter(target: BulkWriterTarget): BulkWriter {
     dialect: sqliteDialect,
     // A transaction holds the write lock from begin to commit: a request that writes
     // meanwhile waits for it, so transactions stay as short as on the main thread.
-    pace: () => new BlockingStorePace(() => letWaitersWrite(lockWaiters), BULK_TRANSACTION_MS),
+    pace: () => new BlockingStorePace(async () => standBackForWaiters(lockWaiters), BULK_TRANSACTION_MS),
     close: () => db.destroy(),
   }
 }
@@ -102,12 +102,7 @@ export function openSecondarySqlite(path: string): DriverDatabase {
   return withStatementCache(database)
 }
 
-/** Blocks a bulk writer's thread (never the main one) while statements of the requests' connection wait for the lock. */
-export async function letWaitersWrite(lockWaiters: Int32Array): Promise<void> {
-  standBackForWaiters(lockWaiters)
-}
-
-/** letWaitersWrite without the promise, for a thread that runs its statements synchronously. */
+/** Blocks a writer's thread (never the main one) while statements of the requests' connection wait for the lock. */
 export function standBackForWaiters(lockWaiters: Int32Array): void {
   const deadline = Date.now() + MAX_STAND_BACK_MS
   for (let waiting = Atomics.load(lockWaiters, 0); waiting > 0 && Date.now() < deadline; waiting = Atomics.load(lockWaiters, 0)) {

@@ -13,7 +13,7 @@ import {
   type QueryCompiler,
   type QueryResult,
 } from 'kysely'
-import { startWorker } from '../workers.js'
+import { closeWorker, startWorker } from '../workers.js'
 import { OneConnectionDriver } from './sqlite-driver.js'
 import type { WriterReply, WriterRequest, WriterTarget } from './sqlite-writer-protocol.js'
 
@@ -62,12 +62,7 @@ export class SqliteWriter {
     const worker = this.worker
     if (!worker) return
     this.worker = undefined
-    await new Promise<void>((resolve) => {
-      worker.on('message', (reply: WriterReply) => reply.type === 'closed' && resolve())
-      worker.once('exit', () => resolve())
-      worker.postMessage({ type: 'close' } satisfies WriterRequest)
-    })
-    await worker.terminate()
+    await closeWorker(worker, { type: 'close' } satisfies WriterRequest)
   }
 
   private thread(): Worker {
