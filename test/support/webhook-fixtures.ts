@@ -9,12 +9,12 @@ import { testCa, type ReceivedRequest } from './https-receiver.js'
 import { freshDatabase } from './store.js'
 
 /**
- * The app in this process, trusting the receivers' test CA. NODE_EXTRA_CA_CERTS is read
+ * The app in this process, on a fresh store or the `database` given, trusting the receivers' test CA. NODE_EXTRA_CA_CERTS is read
  * only when a process starts, so an in-process server is handed the CA instead; the
  * child-process tests pass it through NODE_EXTRA_CA_CERTS.
  */
-export async function startWebhookServer(options: { config?: Partial<Config>; clock?: Clock } = {}): Promise<TestServer> {
-  const config = testConfig(await freshDatabase(), options.config)
+export async function startWebhookServer(options: { config?: Partial<Config>; clock?: Clock; database?: Config['database'] } = {}): Promise<TestServer> {
+  const config = testConfig(options.database ?? (await freshDatabase()), options.config)
   const app = await buildApp(config, {
     logger: pino({ level: 'silent' }),
     webhookCa: (await testCa()).caPem,

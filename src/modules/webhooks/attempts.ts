@@ -75,24 +75,34 @@ function logOf(outcome: AttemptOutcome, attempt: number): queries.LogRow {
  * Records attempts of deliveries this node holds, in one transaction for the batch: a log
  * entry per attempt, where each delivery stands now (delivered, failed, or pending with
  * its next attempt), and, on 410 Gone, the webhook switched off with its pending
- * deliveries ended. One transaction and a few statements however many attempts it
- * records, so a busy worker pays one commit per batch rather than per attempt. For each
- * outcome, in order: what was recorded, or undefined when the claim was lost meanwhile
- * (the webhook was deleted, or another node reclaimed the delivery): then nothing is
- * recorded for it.
+ * deliveries ended. A delivery from a job (its first attempt) is written now; the jobs in
+ * `finishedJobs`, whose every delivery this batch records, are deleted with it. One
+ * transaction and a few statements however many attempts it records, so a busy worker
+ * pays one commit per batch rather than per attempt. For each outcome, in order: what was
+ * recorded, or undefined when the claim was lost meanwhile (the webhook was deleted, or
+ * another node reclaimed the delivery or its job): then nothing is recorded for it.
  */
 export async function recordAttempts(
   { db, dialect }: RecordingStore,
   leaseOwner: string,
   outcomes: readonly AttemptOutcome[],
   scheduleMs: readonly number[],
+  finishedJobs: readonly string[] = [],
 ): Promise<(RecordedAttempt | undefined)[]> {
   if (outcomes.length === 0) return []
   return db.transaction().execute(async (trx) => {
     const retrying = outcomes.filter((o) => o.kind === 'automatic' && !o.result.success && !o.result.gone)
     const active = await queries.activeWebhookIds(trx, [...new Set(retrying.map((o) => o.delivery.webhookId))])
     const settlements = outcomes.map((o) => settlementOf(o, active, scheduleMs))
-    const settled = await queries.settleDeliveries(trx, dialect, leaseOwner, settlements)
+    const fromRows = settlements.filter((_, i) => outcomes[i]!.delivery.jobId === undefined)
+    const firstAttempts = settlements.flatMap((settlement, i) => {
+      const { delivery } = outcomes[i]!
+      if (delivery.jobId === undefined) return []
+      const { webhookId, accountId, eventId, eventType, payload, createdAt } = delivery
+      return [{ ...settlement, webhookId, accountId, eventId, eventType, payload, createdAt }]
+    })
+    const settled = await queries.settleDeliveries(trx, dialect, leaseOwner, fromRows)
+    for (const id of await queries.insertFirstAttempts(trx, dialect, firstAttempts)) settled.add(id)
     const recorded = outcomes.map((outcome, i): RecordedAttempt | undefined => {
       const settlement = settlements[i]!
       if (!settled.has(settlement.id)) return undefined
@@ -104,6 +114,7 @@ export async function recordAttempts(
       await queries.deactivateWebhook(trx, outcome.delivery.webhookId, outcome.at.toISOString())
       await queries.cancelPendingDeliveries(trx, outcome.delivery.webhookId)
     }
+    await queries.deleteJobs(trx, leaseOwner, [...finishedJobs])
     return recorded
   })
 }

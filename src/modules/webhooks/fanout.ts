@@ -1,27 +1,32 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Clock } from '../../platform/clock.js'
 import { createBulkInsert } from '../../platform/db/bulk.js'
-import type { DB, WebhookDeliveriesTable } from '../../platform/db/schema.js'
+import type { DB, WebhookJobsTable } from '../../platform/db/schema.js'
 import { newId } from '../../platform/ids.js'
 import type { OutboxConsumer } from '../../platform/outbox/relay.js'
 import type { RelayedEvent } from '../../platform/outbox/events.js'
 import { activeWebhooksOf } from './queries.js'
 
-type NewDelivery = Pick<WebhookDeliveriesTable, 'id' | 'webhook_id' | 'account_id' | 'event_id' | 'event_type' | 'payload' | 'status' | 'next_attempt_at' | 'created_at'>
+type NewJob = Omit<WebhookJobsTable, 'claims' | 'lease_owner' | 'lease_expires_at'>
 
-const insertDeliveries = createBulkInsert<NewDelivery>({
-  table: 'webhook_deliveries',
-  columns: ['id', 'webhook_id', 'account_id', 'event_id', 'event_type', 'payload', 'status', 'next_attempt_at', 'created_at'],
-  types: { id: 'text', webhook_id: 'text', account_id: 'text', event_id: 'text', event_type: 'text', payload: 'text', status: 'text', next_attempt_at: 'text', created_at: 'text' },
+const insertJobs = createBulkInsert<NewJob>({
+  table: 'webhook_jobs',
+  columns: ['id', 'account_id', 'event_id', 'event_type', 'payload', 'webhook_ids', 'deliveries', 'created_at'],
+  types: { id: 'text', account_id: 'text', event_id: 'text', event_type: 'text', payload: 'text', webhook_ids: 'text', deliveries: 'integer', created_at: 'text' },
 })
 
 /**
- * Deliveries one relay transaction writes, at most (an event with more webhooks is still
- * written whole). On SQLite the transaction holds the write lock, which a request that
- * writes waits for; a relay batch of 200 events to 1,000 webhooks each was 200,000 rows
- * in one go.
+ * Deliveries one relay transaction fans out, at most (an event with more webhooks is still
+ * written whole): a bound on the transaction's size, since on SQLite it holds the write lock.
  */
-const MAX_DELIVERIES_PER_TRANSACTION = 1_000
+const MAX_DELIVERIES_PER_TRANSACTION = 10_000
+
+/**
+ * Webhooks one job holds, at most: the unit a node claims. Small enough that the
+ * deliveries of an event with many webhooks spread over the nodes, large enough that
+ * such an event costs a few rows rather than one per webhook.
+ */
+export const JOB_SIZE = 128
 
 /** The body every attempt of an event sends: flat JSON with `event` first. */
 export function eventBody(event: Pick<RelayedEvent, 'type' | 'data'>): string {
@@ -29,15 +34,16 @@ export function eventBody(event: Pick<RelayedEvent, 'type' | 'data'>): string {
 }
 
 /**
- * The outbox consumer of webhooks: for each event, in outbox order, one delivery per
+ * The outbox consumer of webhooks: for each event, in outbox order, a delivery to each
  * webhook of the event's account and type that is active and was active when the event
- * occurred. The deliveries commit with the consumer's position, so each event fans out
- * exactly once, on whichever node relays it. Registered for the first time, it starts
- * at the end of the outbox: a new installation does not replay history. It takes events
- * while they come to MAX_DELIVERIES_PER_TRANSACTION and leaves the rest to the relay's
- * next transaction. `created` is called when deliveries were written, inside the relay's
- * transaction: before they commit. Its batches run on `db` (the store's background
- * connection).
+ * occurred, written as jobs: the event's payload with up to JOB_SIZE of those webhooks
+ * each, which the delivery workers claim and attempt (worker.ts). The jobs commit with
+ * the consumer's position, so each event fans out exactly once, on whichever node relays
+ * it. Registered for the first time, it starts at the end of the outbox: a new
+ * installation does not replay history. It takes events while their deliveries come to
+ * MAX_DELIVERIES_PER_TRANSACTION and leaves the rest to the relay's next transaction.
+ * `created` is called when jobs were written, inside the relay's transaction: before they
+ * commit. Its batches run on `db` (the store's background connection).
  */
 export function webhookFanOut(db: Kysely<DB>, clock: Clock, created: () => void): OutboxConsumer {
   return {
@@ -56,32 +62,34 @@ export function webhookFanOut(db: Kysely<DB>, clock: Clock, created: () => void)
         else subscribers.set(key, [webhook])
       }
       const now = clock.now().toISOString()
-      const rows: NewDelivery[] = []
+      const jobs: NewJob[] = []
+      let deliveries = 0
       let taken = 0
       for (const event of events) {
-        const takers = subscribers.get(`${event.accountId}\u0000${event.type}`) ?? []
+        // Created or re-activated after the event occurred: not its event.
+        const takers = (subscribers.get(`${event.accountId}\u0000${event.type}`) ?? []).filter((webhook) => event.occurredAt >= webhook.active_since)
         // The rest wait for the next transaction: on SQLite this one holds the write lock.
-        if (taken > 0 && rows.length + takers.length > MAX_DELIVERIES_PER_TRANSACTION) break
+        if (taken > 0 && deliveries + takers.length > MAX_DELIVERIES_PER_TRANSACTION) break
         taken++
-        const payload = takers.length > 0 ? eventBody(event) : ''
-        for (const webhook of takers) {
-          // Created or re-activated after the event occurred: not its event.
-          if (event.occurredAt < webhook.active_since) continue
-          rows.push({
+        deliveries += takers.length
+        if (takers.length === 0) continue
+        const payload = eventBody(event)
+        for (let start = 0; start < takers.length; start += JOB_SIZE) {
+          const group = takers.slice(start, start + JOB_SIZE)
+          jobs.push({
             id: newId(),
-            webhook_id: webhook.id,
             account_id: event.accountId,
             event_id: event.eventId,
             event_type: event.type,
             payload,
-            status: 'pending',
-            next_attempt_at: now,
+            webhook_ids: group.map((webhook) => webhook.id).join(','),
+            deliveries: group.length,
             created_at: now,
           })
         }
       }
-      if (rows.length > 0) {
-        await insertDeliveries(trx, rows)
+      if (jobs.length > 0) {
+        await insertJobs(trx, jobs)
         created()
       }
       return taken

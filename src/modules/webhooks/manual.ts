@@ -76,8 +76,6 @@ export async function testWebhook(deps: ManualAttemptDeps, accountId: string, in
     created_at: now,
     ...deps.leases.claim(),
   })
-  const secrets = [webhook.secret]
-  if (webhook.previous_secret && webhook.previous_secret_expires_at && webhook.previous_secret_expires_at > now) secrets.push(webhook.previous_secret)
   return attemptNow(deps, {
     id: deliveryId,
     webhookId: webhook.id,
@@ -89,8 +87,9 @@ export async function testWebhook(deps: ManualAttemptDeps, accountId: string, in
     scheduledAttempts: 0,
     status: 'failed',
     nextAttemptAt: null,
+    createdAt: now,
     endpoint: webhook.endpoint,
-    secrets,
+    secrets: queries.signingSecrets(webhook, now),
   })
 }
 

@@ -3,6 +3,7 @@ import type { Counter, Histogram } from 'prom-client'
 import type { Clock } from '../../platform/clock.js'
 import type { DB } from '../../platform/db/schema.js'
 import type { Metrics } from '../../platform/metrics/registry.js'
+import { JOB_COUNT_CAP, waitingInJobs } from './queries.js'
 import type { DeliveryOutcome } from './sender.js'
 
 /** The due-deliveries gauge counts at most this many: a walk of the queue index, bounded per scrape. */
@@ -38,11 +39,12 @@ export class WebhookMetrics {
     const due = () => db.selectFrom('webhook_deliveries').where('status', '=', 'pending').where('lease_owner', 'is', null).where('next_attempt_at', '<=', clock.now().toISOString())
     this.metrics.storeGauge({
       name: 'webhook_due_deliveries',
-      help: `Webhook deliveries due for an attempt and not claimed by a worker, counted up to ${DUE_COUNT_CAP}. Store-wide: aggregate nodes with max().`,
+      help: `Webhook deliveries due for an attempt and not claimed by a worker: retries and deliveries waiting as rows (counted up to ${DUE_COUNT_CAP}), and first attempts waiting in unclaimed jobs (those of the oldest ${JOB_COUNT_CAP} jobs). Store-wide: aggregate nodes with max().`,
       read: async () => {
         const capped = due().select(sql<number>`1`.as('one')).limit(DUE_COUNT_CAP)
         const [row] = await readLong(db.selectFrom(capped.as('capped')).select((eb) => eb.fn.countAll<number>().as('n')))
-        return [{ value: Number(row?.n ?? 0) }]
+        const [jobs] = await readLong(waitingInJobs(db))
+        return [{ value: Number(row?.n ?? 0) + Number(jobs?.deliveries ?? 0) }]
       },
     })
     this.metrics.storeGauge({
@@ -50,7 +52,9 @@ export class WebhookMetrics {
       help: 'How long the longest-waiting due webhook delivery has been due; 0 when none is. Store-wide: aggregate nodes with max().',
       read: async () => {
         const [row] = await readLong(due().select('next_attempt_at').orderBy('next_attempt_at').orderBy('id').limit(1))
-        const dueAt = row?.next_attempt_at
+        // A job's deliveries are due from when it was written; the oldest job is the first by id.
+        const [job] = await readLong(db.selectFrom('webhook_jobs').select('created_at').where('lease_owner', 'is', null).orderBy('id').limit(1))
+        const dueAt = [row?.next_attempt_at, job?.created_at].filter((at): at is string => typeof at === 'string').sort()[0]
         return [{ value: dueAt ? Math.max(0, (clock.now().getTime() - Date.parse(dueAt)) / 1000) : 0 }]
       },
     })

@@ -1,6 +1,6 @@
 import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from 'kysely'
 import type { Dialect } from '../../platform/db/dialect.js'
-import type { DB, WebhookDeliveriesTable, WebhookLogsTable, WebhooksTable } from '../../platform/db/schema.js'
+import type { DB, WebhookDeliveriesTable, WebhookJobsTable, WebhookLogsTable, WebhooksTable } from '../../platform/db/schema.js'
 import { createBulkInsert } from '../../platform/db/bulk.js'
 import { idFloorAt } from '../../platform/ids.js'
 import { Leases } from '../../platform/lease.js'
@@ -102,8 +102,11 @@ export interface ClaimedDelivery {
   scheduledAttempts: number
   status: 'pending' | 'delivered' | 'failed'
   nextAttemptAt: string | null
+  createdAt: string
   endpoint: string
   secrets: string[]
+  /** The job it came from, when its first attempt has not been recorded: it has no row yet. */
+  jobId?: string
 }
 
 type DeliveryJoin = {
@@ -117,12 +120,19 @@ type DeliveryJoin = {
   scheduled_attempts: number | string
   status: 'pending' | 'delivered' | 'failed'
   next_attempt_at: string | null
+  created_at: string
 }
 
-function toClaimed(row: DeliveryJoin, webhook: Pick<WebhookRow, 'endpoint' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>, now: string): ClaimedDelivery {
+type SigningWebhook = Pick<WebhookRow, 'endpoint' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>
+
+/** The secrets that sign an attempt made `now`: a rotated-out secret signs alongside the new one until it expires. */
+export function signingSecrets(webhook: SigningWebhook, now: string): string[] {
   const secrets = [webhook.secret]
-  // A rotated-out secret signs alongside the new one until it expires.
   if (webhook.previous_secret && webhook.previous_secret_expires_at && webhook.previous_secret_expires_at > now) secrets.push(webhook.previous_secret)
+  return secrets
+}
+
+function toClaimed(row: DeliveryJoin, webhook: SigningWebhook, now: string): ClaimedDelivery {
   return {
     id: row.id,
     webhookId: row.webhook_id,
@@ -134,12 +144,13 @@ function toClaimed(row: DeliveryJoin, webhook: Pick<WebhookRow, 'endpoint' | 'se
     scheduledAttempts: Number(row.scheduled_attempts),
     status: row.status,
     nextAttemptAt: row.next_attempt_at,
+    createdAt: row.created_at,
     endpoint: webhook.endpoint,
-    secrets,
+    secrets: signingSecrets(webhook, now),
   }
 }
 
-const DELIVERY_COLUMNS = ['id', 'webhook_id', 'account_id', 'event_id', 'event_type', 'payload', 'attempts', 'scheduled_attempts', 'status', 'next_attempt_at'] as const
+const DELIVERY_COLUMNS = ['id', 'webhook_id', 'account_id', 'event_id', 'event_type', 'payload', 'attempts', 'scheduled_attempts', 'status', 'next_attempt_at', 'created_at'] as const
 
 /** The webhooks these deliveries go to, with what signs them. */
 async function withWebhooks(db: Handle, rows: DeliveryJoin[], now: string): Promise<ClaimedDelivery[]> {
@@ -163,7 +174,7 @@ async function withWebhooks(db: Handle, rows: DeliveryJoin[], now: string): Prom
  * skip each other's rows instead of waiting on them.
  */
 export async function claimDueDeliveries(
-  db: Kysely<DB>,
+  db: Handle,
   dialect: Dialect,
   claim: { lease_owner: string; lease_expires_at: string },
   now: string,
@@ -184,11 +195,12 @@ export async function claimDueDeliveries(
 }
 
 /**
- * Whether any delivery is due and unclaimed, with a read: an idle worker asks this before
- * it claims, since on SQLite a claim takes the write lock even when it finds nothing.
+ * Whether any delivery is due and unclaimed, or any job unclaimed, with reads: an idle
+ * worker asks this before it claims, since on SQLite a claim takes the write lock even
+ * when it finds nothing.
  */
-export async function anyDueDelivery(db: Handle, now: string): Promise<boolean> {
-  const row = await db
+export async function anyDueWork(db: Handle, now: string): Promise<boolean> {
+  const delivery = await db
     .selectFrom('webhook_deliveries')
     .select('id')
     .where('status', '=', 'pending')
@@ -196,7 +208,8 @@ export async function anyDueDelivery(db: Handle, now: string): Promise<boolean> 
     .where('next_attempt_at', '<=', now)
     .limit(1)
     .executeTakeFirst()
-  return row !== undefined
+  if (delivery) return true
+  return (await db.selectFrom('webhook_jobs').select('id').where('lease_owner', 'is', null).limit(1).executeTakeFirst()) !== undefined
 }
 
 /** Claims one delivery for a manual retry; undefined when it is absent, foreign, or being attempted right now. */
@@ -257,6 +270,120 @@ export async function settleDeliveries(trx: Transaction<DB>, dialect: Dialect, l
     where webhook_deliveries.id = v.column1 and webhook_deliveries.lease_owner = ${leaseOwner}
     returning webhook_deliveries.id`.execute(trx)
   return new Set(settled.map((row) => row.id))
+}
+
+/** A job claimed by this node: an event and the webhooks it goes to; `claims` counts this claim. */
+export type ClaimedJob = Pick<WebhookJobsTable, 'id' | 'account_id' | 'event_id' | 'event_type' | 'payload' | 'webhook_ids' | 'created_at'> & { claims: number | string }
+
+/**
+ * Claims the oldest unclaimed jobs whose deliveries come to `limit` at most (one job at
+ * least, however large). Candidates are read first, since a job's size decides how many
+ * fit; a candidate another node claims meanwhile is skipped (SKIP LOCKED on PostgreSQL,
+ * and the claim's own condition).
+ */
+export async function claimJobs(db: Handle, dialect: Dialect, claim: { lease_owner: string; lease_expires_at: string }, limit: number): Promise<ClaimedJob[]> {
+  const candidates = await db.selectFrom('webhook_jobs').select(['id', 'deliveries']).where('lease_owner', 'is', null).orderBy('id').limit(limit).execute()
+  const ids: string[] = []
+  let deliveries = 0
+  for (const candidate of candidates) {
+    if (ids.length > 0 && deliveries + Number(candidate.deliveries) > limit) break
+    ids.push(candidate.id)
+    deliveries += Number(candidate.deliveries)
+  }
+  if (ids.length === 0) return []
+  const { rows } = await sql<ClaimedJob>`
+    update webhook_jobs set lease_owner = ${claim.lease_owner}, lease_expires_at = ${claim.lease_expires_at}, claims = claims + 1
+    where id in (select id from webhook_jobs where id in (${sql.join(ids)}) and lease_owner is null ${dialect.forUpdateSkipLocked()})
+    returning id, account_id, event_id, event_type, payload, webhook_ids, created_at, claims`.execute(db)
+  return rows.sort((a, b) => (a.id < b.id ? -1 : 1))
+}
+
+/** What a job's deliveries need of their webhooks: whether they may be attempted, and what signs them. */
+export async function jobWebhooks(db: Handle, webhookIds: string[]) {
+  if (webhookIds.length === 0) return []
+  return db
+    .selectFrom('webhooks')
+    .select(['id', 'endpoint', 'secret', 'previous_secret', 'previous_secret_expires_at', 'is_active', 'active_since'])
+    .where('id', 'in', webhookIds)
+    .execute()
+}
+
+/** The webhooks an event already has a delivery row for. */
+export async function webhooksWithDelivery(db: Handle, eventId: string, webhookIds: string[]): Promise<Set<string>> {
+  if (webhookIds.length === 0) return new Set()
+  const rows = await db.selectFrom('webhook_deliveries').select('webhook_id').where('event_id', '=', eventId).where('webhook_id', 'in', webhookIds).execute()
+  return new Set(rows.map((row) => row.webhook_id))
+}
+
+type WaitingDelivery = Pick<WebhookDeliveriesTable, 'id' | 'webhook_id' | 'account_id' | 'event_id' | 'event_type' | 'payload' | 'status' | 'next_attempt_at' | 'created_at'>
+
+const insertWaitingRows = createBulkInsert<WaitingDelivery>({
+  table: 'webhook_deliveries',
+  columns: ['id', 'webhook_id', 'account_id', 'event_id', 'event_type', 'payload', 'status', 'next_attempt_at', 'created_at'],
+  types: { id: 'text', webhook_id: 'text', account_id: 'text', event_id: 'text', event_type: 'text', payload: 'text', status: 'text', next_attempt_at: 'text', created_at: 'text' },
+  conflictColumns: ['event_id', 'webhook_id'],
+})
+
+/** Writes deliveries of a job as pending rows, due now, for any node to claim: their webhook had as many in hand here as it may. */
+export async function insertWaitingDeliveries(db: Handle, rows: readonly WaitingDelivery[]): Promise<void> {
+  if (rows.length > 0) await insertWaitingRows(db, rows)
+}
+
+/** Deletes jobs this node holds: every delivery of theirs is recorded. */
+export async function deleteJobs(db: Handle, leaseOwner: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return
+  await db.deleteFrom('webhook_jobs').where('id', 'in', ids).where('lease_owner', '=', leaseOwner).execute()
+}
+
+/** Gives jobs this node holds back to the queue: those of their deliveries with no row yet are attempted by the next claim. */
+export async function releaseJobs(db: Handle, leaseOwner: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return
+  await db.updateTable('webhook_jobs').set(Leases.released()).where('id', 'in', ids).where('lease_owner', '=', leaseOwner).execute()
+}
+
+/** Frees jobs whose holder is gone (the lease's reclaim). */
+export async function releaseExpiredJobs(db: Handle, ids: string[]): Promise<void> {
+  if (ids.length === 0) return
+  await db.updateTable('webhook_jobs').set(Leases.released()).where('id', 'in', ids).execute()
+}
+
+/** Unclaimed jobs whose deliveries a scrape of the due gauge counts, at most: the oldest. */
+export const JOB_COUNT_CAP = 10_000
+
+/** The deliveries waiting in unclaimed jobs (the oldest JOB_COUNT_CAP), as a query to run where the caller chooses. */
+export function waitingInJobs(db: Handle) {
+  const capped = db.selectFrom('webhook_jobs').select('deliveries').where('lease_owner', 'is', null).orderBy('id').limit(JOB_COUNT_CAP)
+  return db.selectFrom(capped.as('capped')).select((eb) => eb.fn.sum<number>('capped.deliveries').as('deliveries'))
+}
+
+/** A first attempt's delivery, written once it is recorded. */
+export interface FirstAttemptDelivery extends DeliverySettlement {
+  webhookId: string
+  accountId: string
+  eventId: string
+  eventType: string
+  payload: string
+  createdAt: string
+}
+
+const FIRST_ATTEMPT_TYPES = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'integer', 'text', 'text', 'text'] as const
+
+/**
+ * Writes the deliveries of recorded first attempts (a job's), in one statement for the
+ * batch. Returns the ids it wrote: a delivery another node recorded meanwhile (the job's
+ * claim ran out and it was claimed again) or whose webhook was deleted is left out.
+ */
+export async function insertFirstAttempts(trx: Transaction<DB>, dialect: Dialect, deliveries: readonly FirstAttemptDelivery[]): Promise<Set<string>> {
+  if (deliveries.length === 0) return new Set()
+  const rows = deliveries.map((d) => [d.id, d.webhookId, d.accountId, d.eventId, d.eventType, d.payload, d.status, d.attempts, d.scheduledAttempts, d.nextAttemptAt, d.lastAttemptAt, d.createdAt])
+  const { rows: written } = await sql<{ id: string }>`
+    insert into webhook_deliveries (id, webhook_id, account_id, event_id, event_type, payload, status, attempts, scheduled_attempts, next_attempt_at, last_attempt_at, created_at)
+    select v.column1, v.column2, v.column3, v.column4, v.column5, v.column6, v.column7, v.column8, v.column9, v.column10, v.column11, v.column12
+    from ${dialect.rowsTable('v', FIRST_ATTEMPT_TYPES, rows)}
+    where exists (select 1 from webhooks w where w.id = v.column2)
+    on conflict (event_id, webhook_id) do nothing
+    returning id`.execute(trx)
+  return new Set(written.map((row) => row.id))
 }
 
 /** Which of these webhooks are active. */

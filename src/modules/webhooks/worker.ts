@@ -1,7 +1,10 @@
+import type { Kysely, Transaction } from 'kysely'
 import type { Logger } from 'pino'
+import type { DB } from '../../platform/db/schema.js'
 import type { Leases } from '../../platform/lease.js'
 import { recordAttempts, type AttemptOutcome } from './attempts.js'
 import type { WebhooksDeps } from './deps.js'
+import { claimJobDeliveries, NO_JOBS, type JobClaim } from './jobs.js'
 import * as queries from './queries.js'
 import type { AttemptInFlight, SendAttempt } from './sender.js'
 
@@ -15,7 +18,7 @@ export interface DeliveryWorkerOptions {
    * so it never waits for this thread, busy with the store, to hand it the next one.
    */
   sendAhead: number
-  /** Deliveries of one webhook this node holds at once (in flight, waiting, or being recorded): a slow endpoint holds no more than this. */
+  /** Deliveries of one webhook this node holds at once, waiting here or in flight: a slow endpoint holds no more than this. */
   maxInFlightPerWebhook: number
   /** How often an idle worker looks for due deliveries (new ones wake it at once). */
   idlePollMs: number
@@ -23,34 +26,47 @@ export interface DeliveryWorkerOptions {
 
 /**
  * Attempts recorded in one transaction at most; a full batch is recorded at once. Fewer,
- * larger transactions write each shared page of the store once for more attempts.
+ * larger transactions write each shared page of the store once for more attempts: a
+ * batch holding several events of one webhook writes its pages of the indexes by webhook
+ * once.
  */
-const RECORD_BATCH = 256
+const RECORD_BATCH = 1024
 /** How long a finished attempt may wait for others to share its transaction. */
 const RECORD_DELAY_MS = 20
 /** PostgreSQL's SQLSTATE for a transaction it rolled back to break a deadlock. */
 const DEADLOCK_DETECTED = '40P01'
 /**
  * Claimed deliveries waiting for a slot, at most, in multiples of maxInFlight. The queue is
- * refilled when half is left, so a claim takes about twice maxInFlight rows: on SQLite a
- * claim of a few rows cost about what a claim of a hundred does.
+ * refilled when half is left, so a claim takes about eight times maxInFlight deliveries,
+ * and what is left lasts while a claim waits behind a recording (on SQLite both take
+ * turns on one connection): with less, the sender ran dry during a burst.
  */
-const CLAIM_AHEAD = 4
+const CLAIM_AHEAD = 16
 /** After the fan-out reports new deliveries, how long an empty claim is retried soon (its transaction may not have committed yet). */
 const EXPECT_WINDOW_MS = 1000
 const EXPECT_FIRST_RETRY_MS = 5
+/**
+ * While jobs keep it busy, how often the worker also claims due delivery rows (retries,
+ * deliveries that waited for their webhook, those released by a node that stopped): a
+ * claim of rows finding none cost about what one of jobs does, so it is not made each time.
+ */
+const ROWS_POLL_MS = 100
 
 /**
- * Attempts due deliveries and survives restarts. Deliveries are claimed with the lease
- * (SKIP LOCKED on PostgreSQL, so nodes never attempt one delivery at once) in batches: a
- * few times `maxInFlight` wait claimed beside those handed to the sender (`maxInFlight`
- * in flight and `sendAhead` waiting there for a slot), so a claim serves many attempts
- * and a finished attempt's slot is refilled at once, without a store round trip. Each
- * webhook holds at most `maxInFlightPerWebhook` of them, and any claimed delivery may
- * start as soon as a slot is free, so a slow endpoint delays no other. Finished attempts are recorded together (each with its log entry) by one
- * recorder: while it commits a batch the next one gathers. A claim whose node died
- * returns to the queue when its lease runs out (at once, at an embedded restart), and
- * the delivery is attempted again.
+ * Attempts due deliveries and survives restarts. It claims, with the lease (SKIP LOCKED on
+ * PostgreSQL, so nodes never attempt one delivery at once), jobs (an event's first
+ * attempts to a group of its webhooks, jobs.ts) and delivery rows (retries, and
+ * deliveries that waited for their webhook), in batches: many times `maxInFlight` wait
+ * claimed beside those handed to the sender (`maxInFlight` in flight and `sendAhead`
+ * waiting there for a slot), so a claim serves many attempts and a finished attempt's
+ * slot is refilled at once, without a store round trip. Each webhook has at most
+ * `maxInFlightPerWebhook` of them in hand here, and any claimed delivery may start as
+ * soon as a slot is free, so a slow endpoint delays no other. Finished attempts are
+ * recorded together (each with its log entry; a job's delivery gets its row then) by
+ * one recorder: while it commits a batch the next one gathers. A job is deleted with
+ * the recording of its last delivery. A claim whose node died returns to the queue when
+ * its lease runs out (at once, at an embedded restart), and what it had not recorded is
+ * attempted again.
  */
 export class DeliveryWorker {
   private running = false
@@ -59,13 +75,15 @@ export class DeliveryWorker {
   private woken = false
   /** Claimed, not started yet, oldest first. */
   private queue: queries.ClaimedDelivery[] = []
-  /** Per webhook: claimed and not yet recorded. */
-  private readonly held = new Map<string, number>()
+  /** Per webhook: claimed and not yet attempted (waiting here, or in flight). */
+  private readonly inHand = new Map<string, number>()
   /** Handed to the sender and not finished yet: in flight, or waiting there for a slot. */
   private handedOver = 0
   private readonly attempts = new Set<Promise<void>>()
   /** Attempts in flight, by delivery: so they can be cut short. */
-  private readonly sending = new Map<string, AttemptInFlight>()
+  private readonly sending = new Map<string, { delivery: queries.ClaimedDelivery; sent: AttemptInFlight }>()
+  /** Jobs this node holds: how many of their deliveries here are not let go yet, and whether one was let go unsettled (then the job is not finished). */
+  private readonly jobs = new Map<string, { open: number; unfinished: boolean }>()
   /** Finished attempts waiting for the recorder. */
   private finished: AttemptOutcome[] = []
   private recording: Promise<void> | undefined
@@ -77,6 +95,8 @@ export class DeliveryWorker {
   private expectRetryMs = EXPECT_FIRST_RETRY_MS
   /** The last claim found nothing: the next one looks with a read first. */
   private foundNothing = false
+  /** While jobs keep it busy, when the worker looks for due delivery rows next. */
+  private rowsDueCheckAt = 0
 
   constructor(
     private readonly deps: WebhooksDeps,
@@ -86,13 +106,18 @@ export class DeliveryWorker {
     private readonly options: DeliveryWorkerOptions,
   ) {}
 
-  /** Registers deliveries as leased work; call before leases.start(). */
+  /** Registers deliveries and jobs as leased work; call before leases.start(). */
   register(): void {
     this.leases.register({
       table: 'webhook_deliveries',
       // An attempt in flight when its node died left no log and no outcome: freeing the
       // claim makes the delivery due again for any node, with the same attempt number.
       reclaim: (trx, ids) => queries.releaseDeliveries(trx, ids.map(String)),
+    })
+    this.leases.register({
+      table: 'webhook_jobs',
+      // The next claim attempts the job's deliveries that have no row yet.
+      reclaim: (trx, ids) => queries.releaseExpiredJobs(trx, ids.map(String)),
     })
   }
 
@@ -123,15 +148,18 @@ export class DeliveryWorker {
     await this.loop
     // Attempts in flight end within the timeout; cut them short instead: their
     // deliveries are released and attempted again by the next run or another node.
-    for (const sent of this.sending.values()) sent.interrupt('shutting down')
+    const jobs = [...this.jobs.keys()]
+    for (const { sent } of this.sending.values()) sent.interrupt('shutting down')
     await Promise.all(this.attempts)
     // What finished before is recorded, so it is not sent again.
     this.recordSoon()
     while (this.recording) await this.recording
     const waiting = this.queue
     this.queue = []
-    for (const delivery of waiting) this.letGo(delivery)
-    await queries.releaseDeliveries(this.deps.db, waiting.map((d) => d.id))
+    for (const delivery of waiting) this.drop(delivery)
+    await queries.releaseDeliveries(this.deps.db, waiting.filter((d) => d.jobId === undefined).map((d) => d.id))
+    // Jobs not finished go back to the queue (those finished are deleted already).
+    await queries.releaseJobs(this.deps.db, this.leases.nodeId, jobs)
   }
 
   private async run(): Promise<void> {
@@ -175,34 +203,83 @@ export class DeliveryWorker {
     })
   }
 
-  /** Claims up to `limit` due deliveries, queues them and starts what the free slots allow; returns how many it claimed. */
+  /**
+   * Claims up to about `limit` deliveries, due rows first (retries, and deliveries that
+   * waited for their webhook) and then jobs (first attempts), queues them and starts what
+   * the free slots allow; returns how many it claimed. While jobs keep it busy, rows are
+   * looked for every ROWS_POLL_MS only.
+   */
   private async claim(limit: number): Promise<number> {
     const { db, dialect, clock } = this.deps
     const now = clock.now()
-    if (this.soonestRetryAt <= now.getTime()) this.soonestRetryAt = Infinity
-    const perWebhook = this.options.maxInFlightPerWebhook
-    const busy = [...this.held].filter(([, n]) => n >= perWebhook).map(([id]) => id)
-    // Idle, the worker looks four times a second: with a read, so that on SQLite it takes
+    if (this.soonestRetryAt <= now.getTime()) {
+      this.soonestRetryAt = Infinity
+      this.rowsDueCheckAt = 0
+    }
+    // Idle, the worker looks four times a second: with reads, so that on SQLite it takes
     // no write lock (which requests that write would wait for) when nothing is due.
-    if (this.foundNothing && !(await queries.anyDueDelivery(db, now.toISOString()))) return 0
-    const claimed = await queries.claimDueDeliveries(db, dialect, this.leases.claim(), now.toISOString(), limit, busy)
-    this.foundNothing = claimed.length === 0
+    if (this.foundNothing && !(await queries.anyDueWork(db, now.toISOString()))) return 0
+    const lookAtRows = now.getTime() >= this.rowsDueCheckAt
+    // One transaction for both: on SQLite each waits its turn on the worker's connection,
+    // behind a recording that may take tens of milliseconds, while the queue runs down.
+    const { rows, fromJobs } = await db.transaction().execute(async (trx) => {
+      const rows = lookAtRows ? await this.claimRows(trx, limit, now) : []
+      const inHand = new Map(this.inHand)
+      for (const row of rows) inHand.set(row.webhookId, (inHand.get(row.webhookId) ?? 0) + 1)
+      const fromJobs = rows.length < limit ? await claimJobDeliveries(trx, dialect, this.leases.claim(), now.toISOString(), limit - rows.length, inHand, this.options.maxInFlightPerWebhook) : NO_JOBS
+      return { rows, fromJobs }
+    })
+    let claimed = (await this.takeRows(rows)) + this.takeJobs(fromJobs)
+    // With no job to claim, due rows are looked for whenever they were last.
+    if (claimed === 0 && !lookAtRows) claimed = await this.takeRows(await this.claimRows(db, limit, now))
+    this.foundNothing = claimed === 0
+    if (claimed > 0) this.expectUntil = 0
+    this.pump()
+    return claimed
+  }
+
+  /** Claims due delivery rows of webhooks without as many in hand here as they may have. */
+  private async claimRows(db: Kysely<DB> | Transaction<DB>, limit: number, now: Date): Promise<queries.ClaimedDelivery[]> {
+    const perWebhook = this.options.maxInFlightPerWebhook
+    const busy = [...this.inHand].filter(([, n]) => n >= perWebhook).map(([id]) => id)
+    const rows = await queries.claimDueDeliveries(db, this.deps.dialect, this.leases.claim(), now.toISOString(), limit, busy)
+    // Found some: more may be due at once. Found none: jobs first, rows again in a while.
+    this.rowsDueCheckAt = rows.length > 0 ? 0 : now.getTime() + ROWS_POLL_MS
+    return rows
+  }
+
+  /** Queues claimed rows; returns how many it kept. */
+  private async takeRows(rows: queries.ClaimedDelivery[]): Promise<number> {
+    const perWebhook = this.options.maxInFlightPerWebhook
     const over: string[] = []
-    for (const delivery of claimed) {
+    for (const delivery of rows) {
       // One batch may hold more of a webhook's deliveries than it may hold at once: the rest go back.
-      const held = this.held.get(delivery.webhookId) ?? 0
-      if (held >= perWebhook) {
+      const inHand = this.inHand.get(delivery.webhookId) ?? 0
+      if (inHand >= perWebhook) {
         over.push(delivery.id)
         continue
       }
-      this.held.set(delivery.webhookId, held + 1)
+      this.inHand.set(delivery.webhookId, inHand + 1)
       this.leases.hold('webhook_deliveries', delivery.id, () => this.lost(delivery.id))
       this.queue.push(delivery)
     }
-    await queries.releaseDeliveries(db, over)
-    if (claimed.length > over.length) this.expectUntil = 0
-    this.pump()
-    return claimed.length - over.length
+    await queries.releaseDeliveries(this.deps.db, over)
+    return rows.length - over.length
+  }
+
+  /** Holds the claimed jobs and queues their deliveries; returns how many. */
+  private takeJobs(claimed: JobClaim): number {
+    for (const job of claimed.jobs) {
+      this.jobs.set(job.id, { open: job.deliveries, unfinished: false })
+      this.leases.hold('webhook_jobs', job.id, () => this.lostJob(job.id))
+    }
+    for (const delivery of claimed.deliveries) {
+      this.inHand.set(delivery.webhookId, (this.inHand.get(delivery.webhookId) ?? 0) + 1)
+      this.queue.push(delivery)
+    }
+    // Deliveries written as rows for a webhook with none to spare are due at once.
+    if (claimed.waiting > 0) this.rowsDueCheckAt = 0
+    return claimed.deliveries.length
   }
 
   /** Hands claimed deliveries to the sender while it has room. */
@@ -217,19 +294,60 @@ export class DeliveryWorker {
     return this.options.maxInFlight + this.options.sendAhead
   }
 
-  /** Stops holding a delivery: its claim ended (recorded, released, or lost). */
-  private letGo(delivery: queries.ClaimedDelivery): void {
-    this.leases.release('webhook_deliveries', delivery.id)
-    const left = (this.held.get(delivery.webhookId) ?? 1) - 1
-    if (left === 0) this.held.delete(delivery.webhookId)
-    else this.held.set(delivery.webhookId, left)
+  /**
+   * Stops holding a delivery: its claim ended, `settled` (recorded, or found recorded by
+   * another node) or not (released, lost, or failed). A job whose deliveries here are all
+   * let go is no longer held; if one was not settled, the job stays in the store for its
+   * next claim, once its lease runs out or stop() releases it.
+   */
+  private letGo(delivery: queries.ClaimedDelivery, settled: boolean): void {
+    if (delivery.jobId === undefined) {
+      this.leases.release('webhook_deliveries', delivery.id)
+      return
+    }
+    const job = this.jobs.get(delivery.jobId)
+    if (!job) return
+    if (!settled) job.unfinished = true
+    if (--job.open > 0) return
+    this.leases.release('webhook_jobs', delivery.jobId)
+    this.jobs.delete(delivery.jobId)
+  }
+
+  /** Its attempt ended (or will not be made here): the webhook may take another. */
+  private putDown(delivery: queries.ClaimedDelivery): void {
+    const left = (this.inHand.get(delivery.webhookId) ?? 1) - 1
+    if (left === 0) this.inHand.delete(delivery.webhookId)
+    else this.inHand.set(delivery.webhookId, left)
+  }
+
+  /** A claimed delivery that waited here will not be attempted by this node. */
+  private drop(delivery: queries.ClaimedDelivery): void {
+    this.putDown(delivery)
+    this.letGo(delivery, false)
   }
 
   /** Another node reclaimed the delivery: drop it if it waits, stop it if it is in flight. */
   private lost(deliveryId: string): void {
     const waiting = this.queue.findIndex((d) => d.id === deliveryId)
-    if (waiting >= 0) this.letGo(this.queue.splice(waiting, 1)[0]!)
-    else this.sending.get(deliveryId)?.interrupt('lease lost')
+    if (waiting >= 0) this.drop(this.queue.splice(waiting, 1)[0]!)
+    else this.sending.get(deliveryId)?.sent.interrupt('lease lost')
+  }
+
+  /**
+   * Another node reclaimed the job, or this node could not record its attempts: drop its
+   * deliveries that wait and stop those in flight. Whoever claims it next attempts those
+   * with no row yet.
+   */
+  private lostJob(jobId: string): void {
+    this.jobs.delete(jobId)
+    this.leases.release('webhook_jobs', jobId)
+    const kept: queries.ClaimedDelivery[] = []
+    for (const delivery of this.queue) {
+      if (delivery.jobId === jobId) this.drop(delivery)
+      else kept.push(delivery)
+    }
+    this.queue = kept
+    for (const { delivery, sent } of this.sending.values()) if (delivery.jobId === jobId) sent.interrupt('lease lost')
   }
 
   private begin(delivery: queries.ClaimedDelivery): void {
@@ -237,6 +355,7 @@ export class DeliveryWorker {
     const attempt = this.attempt(delivery)
       .catch((err: unknown) => this.logger.error({ err, deliveryId: delivery.id }, 'a webhook attempt failed unexpectedly; the delivery is attempted again when its claim runs out'))
       .finally(() => {
+        this.putDown(delivery)
         this.sending.delete(delivery.id)
         this.attempts.delete(attempt)
         this.handedOver--
@@ -252,17 +371,17 @@ export class DeliveryWorker {
     let sent, result
     try {
       sent = this.send({ endpoint: delivery.endpoint, eventId: delivery.eventId, body: delivery.payload, secrets: delivery.secrets }, at, this.options.timeoutMs)
-      this.sending.set(delivery.id, sent)
+      this.sending.set(delivery.id, { delivery, sent })
       result = await sent.result
     } catch (err) {
-      this.letGo(delivery)
+      this.letGo(delivery, false)
       throw err
     }
     if (sent.interruptedBy !== undefined && !result.success) {
       // Shutting down, or the claim was lost: the delivery is attempted again, by this node's
       // next run or another. An answer that came in time is still recorded.
-      this.letGo(delivery)
-      if (!this.running) await queries.releaseDeliveries(this.deps.db, [delivery.id])
+      this.letGo(delivery, false)
+      if (!this.running && delivery.jobId === undefined) await queries.releaseDeliveries(this.deps.db, [delivery.id])
       return
     }
     this.deps.metrics.attempted(result.outcome, result.durationMs / 1000)
@@ -294,13 +413,17 @@ export class DeliveryWorker {
   /** Records a batch of finished attempts in one transaction. */
   private async record(): Promise<void> {
     const batch = this.finished.splice(0, RECORD_BATCH)
+    const finishedJobs = this.jobsFinishedBy(batch)
     // Renewals stop first: a renewal updating these rows while the recording transaction
     // holds some of them could deadlock with it on PostgreSQL. The claims stay valid for
     // the rest of their lease, far longer than a recording takes; if one runs out even so,
     // its delivery is reclaimed, the recording skips it and it is attempted again.
-    for (const { delivery } of batch) this.leases.release('webhook_deliveries', delivery.id)
+    for (const { delivery } of batch) if (delivery.jobId === undefined) this.leases.release('webhook_deliveries', delivery.id)
+    for (const jobId of finishedJobs) this.leases.release('webhook_jobs', jobId)
+    let committed = false
     try {
-      const recorded = await this.recordWithRetry(batch)
+      const recorded = await this.recordWithRetry(batch, finishedJobs)
+      committed = true
       for (const [i, r] of recorded.entries()) {
         if (!r) continue
         const { delivery } = batch[i]!
@@ -311,23 +434,33 @@ export class DeliveryWorker {
         if (r.nextAttemptAt) this.soonestRetryAt = Math.min(this.soonestRetryAt, Date.parse(r.nextAttemptAt))
       }
     } catch (err) {
-      // The claims are no longer renewed: they run out and the deliveries are attempted again.
+      // The claims are no longer renewed: they run out and the deliveries (with the rest of
+      // their jobs) are attempted again.
       this.logger.error({ err, deliveries: batch.length }, 'recording webhook attempts failed; the deliveries are attempted again when their claims run out')
+      for (const jobId of new Set(batch.map((o) => o.delivery.jobId))) if (jobId !== undefined) this.lostJob(jobId)
     } finally {
-      for (const { delivery } of batch) this.letGo(delivery)
-      // A webhook that was at its bound may take more now.
-      this.wake()
+      for (const { delivery } of batch) this.letGo(delivery, committed)
     }
   }
 
+  /** The jobs whose every delivery held here is in this batch: recording it finishes them. */
+  private jobsFinishedBy(batch: readonly AttemptOutcome[]): string[] {
+    const inBatch = new Map<string, number>()
+    for (const { delivery } of batch) if (delivery.jobId !== undefined) inBatch.set(delivery.jobId, (inBatch.get(delivery.jobId) ?? 0) + 1)
+    return [...inBatch].filter(([jobId, n]) => {
+      const job = this.jobs.get(jobId)
+      return job !== undefined && !job.unfinished && job.open === n
+    }).map(([jobId]) => jobId)
+  }
+
   /** A deadlock victim (PostgreSQL rolled the whole transaction back) is recorded again, once. */
-  private async recordWithRetry(batch: AttemptOutcome[]) {
+  private async recordWithRetry(batch: AttemptOutcome[], finishedJobs: string[]) {
     try {
-      return await recordAttempts(this.deps, this.leases.nodeId, batch, this.options.retryScheduleMs)
+      return await recordAttempts(this.deps, this.leases.nodeId, batch, this.options.retryScheduleMs, finishedJobs)
     } catch (err) {
       if ((err as { code?: unknown }).code !== DEADLOCK_DETECTED) throw err
       this.logger.warn({ deliveries: batch.length }, 'recording webhook attempts met a deadlock; recording them again')
-      return recordAttempts(this.deps, this.leases.nodeId, batch, this.options.retryScheduleMs)
+      return recordAttempts(this.deps, this.leases.nodeId, batch, this.options.retryScheduleMs, finishedJobs)
     }
   }
 }

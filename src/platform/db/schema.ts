@@ -251,6 +251,22 @@ export interface WebhookDeliveriesTable {
   lease_expires_at: string | null
 }
 
+/** An event's first attempts to a group of its webhooks, not yet all recorded. */
+export interface WebhookJobsTable {
+  id: string
+  account_id: string
+  event_id: string
+  event_type: string
+  payload: string
+  /** Comma-separated webhook ids. */
+  webhook_ids: string
+  deliveries: number
+  created_at: string
+  claims: Generated<number>
+  lease_owner: string | null
+  lease_expires_at: string | null
+}
+
 export interface WebhookLogsTable {
   id: string
   delivery_id: string
@@ -305,6 +321,7 @@ export interface DB {
   outbox_cursors: OutboxCursorsTable
   webhooks: WebhooksTable
   webhook_deliveries: WebhookDeliveriesTable
+  webhook_jobs: WebhookJobsTable
   webhook_logs: WebhookLogsTable
   push_events: PushEventsTable
   push_history_trims: PushHistoryTrimsTable

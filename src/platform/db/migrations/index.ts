@@ -7,6 +7,7 @@ import * as broadcastFailure from './2026-11-23-0005-broadcast-failure.js'
 import * as webhooks from './2026-11-23-0006-webhooks.js'
 import * as pushHistory from './2026-11-23-0007-push-history.js'
 import * as webhookIndexes from './2026-11-24-0008-webhook-indexes.js'
+import * as webhookJobs from './2026-11-24-0009-webhook-jobs.js'
 
 export type MigrationDialect = 'sqlite' | 'postgres'
 
@@ -25,6 +26,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '2026-11-23-0006-webhooks': webhooks,
   '2026-11-23-0007-push-history': pushHistory,
   '2026-11-24-0008-webhook-indexes': webhookIndexes,
+  '2026-11-24-0009-webhook-jobs': webhookJobs,
 }
 
 /** Brings the store to the newest schema; safe to run on every start and on many nodes at once. */
