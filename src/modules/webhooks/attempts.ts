@@ -94,13 +94,12 @@ export async function recordAttempts(
     const retrying = outcomes.filter((o) => o.kind === 'automatic' && !o.result.success && !o.result.gone)
     const active = await queries.activeWebhookIds(trx, [...new Set(retrying.map((o) => o.delivery.webhookId))])
     const settlements = outcomes.map((o) => settlementOf(o, active, scheduleMs))
-    const fromRows = settlements.filter((_, i) => outcomes[i]!.delivery.jobId === undefined)
-    const firstAttempts = settlements.flatMap((settlement, i) => {
-      const { delivery } = outcomes[i]!
-      if (delivery.jobId === undefined) return []
-      const { webhookId, accountId, eventId, eventType, payload, createdAt } = delivery
-      return [{ ...settlement, webhookId, accountId, eventId, eventType, payload, createdAt }]
-    })
+    const fromRows: queries.DeliverySettlement[] = []
+    const firstAttempts: queries.FirstAttempt[] = []
+    for (const [i, { delivery }] of outcomes.entries()) {
+      if (delivery.jobId === undefined) fromRows.push(settlements[i]!)
+      else firstAttempts.push({ delivery, settlement: settlements[i]! })
+    }
     const settled = await queries.settleDeliveries(trx, dialect, leaseOwner, fromRows)
     for (const id of await queries.insertFirstAttempts(trx, dialect, firstAttempts)) settled.add(id)
     const recorded = outcomes.map((outcome, i): RecordedAttempt | undefined => {

@@ -356,14 +356,10 @@ export function waitingInJobs(db: Handle) {
   return db.selectFrom(capped.as('capped')).select((eb) => eb.fn.sum<number>('capped.deliveries').as('deliveries'))
 }
 
-/** A first attempt's delivery, written once it is recorded. */
-export interface FirstAttemptDelivery extends DeliverySettlement {
-  webhookId: string
-  accountId: string
-  eventId: string
-  eventType: string
-  payload: string
-  createdAt: string
+/** A job's delivery and where its first attempt left it: its row is written when that is recorded. */
+export interface FirstAttempt {
+  delivery: ClaimedDelivery
+  settlement: DeliverySettlement
 }
 
 const FIRST_ATTEMPT_TYPES = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer', 'integer', 'text', 'text', 'text'] as const
@@ -373,9 +369,9 @@ const FIRST_ATTEMPT_TYPES = ['text', 'text', 'text', 'text', 'text', 'text', 'te
  * batch. Returns the ids it wrote: a delivery another node recorded meanwhile (the job's
  * claim ran out and it was claimed again) or whose webhook was deleted is left out.
  */
-export async function insertFirstAttempts(trx: Transaction<DB>, dialect: Dialect, deliveries: readonly FirstAttemptDelivery[]): Promise<Set<string>> {
-  if (deliveries.length === 0) return new Set()
-  const rows = deliveries.map((d) => [d.id, d.webhookId, d.accountId, d.eventId, d.eventType, d.payload, d.status, d.attempts, d.scheduledAttempts, d.nextAttemptAt, d.lastAttemptAt, d.createdAt])
+export async function insertFirstAttempts(trx: Transaction<DB>, dialect: Dialect, attempts: readonly FirstAttempt[]): Promise<Set<string>> {
+  if (attempts.length === 0) return new Set()
+  const rows = attempts.map(({ delivery: d, settlement: s }) => [s.id, d.webhookId, d.accountId, d.eventId, d.eventType, d.payload, s.status, s.attempts, s.scheduledAttempts, s.nextAttemptAt, s.lastAttemptAt, d.createdAt])
   const { rows: written } = await sql<{ id: string }>`
     insert into webhook_deliveries (id, webhook_id, account_id, event_id, event_type, payload, status, attempts, scheduled_attempts, next_attempt_at, last_attempt_at, created_at)
     select v.column1, v.column2, v.column3, v.column4, v.column5, v.column6, v.column7, v.column8, v.column9, v.column10, v.column11, v.column12

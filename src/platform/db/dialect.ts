@@ -76,17 +76,35 @@ export interface Dialect {
   lastIssuedId(table: string): RawBuilder<number | null>
   /**
    * Rows given by the caller as a table for a FROM clause, named `alias`, with columns
-   * column1, column2, … of the given types (text, integer, or null). SQLite reads one JSON
-   * array of the rows through json_each(); PostgreSQL reads one array per column through
-   * unnest(): a few parameters however many rows, where a VALUES list of hundreds of rows
-   * cost PostgreSQL a millisecond to parse and plan each time, and the calling thread
-   * milliseconds to compile.
+   * column1, column2, … of the given types (text, integer, or null). Both read the rows as
+   * one JSON text (json_each on SQLite, jsonb_array_elements on PostgreSQL): one parameter
+   * however many rows, where a VALUES list of hundreds of rows cost PostgreSQL a
+   * millisecond to parse and plan each time, and the calling thread milliseconds to compile.
    */
   rowsTable(alias: string, types: readonly ColumnType[], rows: readonly (readonly unknown[])[]): RawBuilder<unknown>
 }
 
 /** Column types rowsTable takes. */
 export type ColumnType = 'text' | 'integer'
+
+/**
+ * Rows as one JSON text, for PostgreSQL's jsonb_array_elements(): JSON.stringify runs in
+ * native code, where pg builds an array literal per column in JavaScript, element by
+ * element, on the calling thread (several milliseconds for a thousand rows). A lone
+ * surrogate, which JSON.stringify writes as an escape PostgreSQL's JSON refuses, becomes
+ * U+FFFD, as it does in any string pg sends.
+ */
+export function rowsJson(rows: readonly (readonly unknown[])[]): string {
+  const json = JSON.stringify(rows)
+  // Only a lone surrogate is written as a \ud… escape (or a backslash before "ud", rarely).
+  if (!json.includes('\\ud')) return json
+  return JSON.stringify(rows, (_key, value: unknown) => (typeof value === 'string' ? toWellFormed(value) : value))
+}
+
+/** String.prototype.toWellFormed (Node 20), which the ES2023 library does not declare. */
+function toWellFormed(text: string): string {
+  return (text as string & { toWellFormed(): string }).toWellFormed()
+}
 
 /** The numeric-looking text the platform compares as a number: optional minus, digits, optional fraction. */
 export const NUMERIC_TEXT = /^-?[0-9]+(\.[0-9]+)?$/
@@ -290,8 +308,7 @@ export const postgresDialect: Dialect = {
   // Values handed to transactions still running count too: they may yet commit.
   lastIssuedId: (table) => sql<number | null>`pg_sequence_last_value(pg_get_serial_sequence(${table}, 'id')::regclass)`,
   rowsTable: (alias, types, rows) => {
-    const arrays = types.map((type, i) => sql`${rows.map((row) => row[i])}::${sql.raw(type)}[]`)
-    const names = types.map((_, i) => sql.raw(`column${i + 1}`))
-    return sql`unnest(${sql.join(arrays)}) as ${sql.ref(alias)}(${sql.join(names)})`
+    const columns = types.map((type, i) => sql.raw(`(e ->> ${i})::${type} as column${i + 1}`))
+    return sql`(select ${sql.join(columns)} from jsonb_array_elements(${rowsJson(rows)}::jsonb) as e) as ${sql.ref(alias)}`
   },
 }
