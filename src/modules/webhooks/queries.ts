@@ -321,7 +321,7 @@ const insertWaitingRows = createBulkInsert<WaitingDelivery>({
   table: 'webhook_deliveries',
   columns: ['id', 'webhook_id', 'account_id', 'event_id', 'event_type', 'payload', 'status', 'next_attempt_at', 'created_at'],
   types: { id: 'text', webhook_id: 'text', account_id: 'text', event_id: 'text', event_type: 'text', payload: 'text', status: 'text', next_attempt_at: 'text', created_at: 'text' },
-  conflictColumns: ['event_id', 'webhook_id'],
+  conflictColumns: ['webhook_id', 'event_id'],
 })
 
 /** Writes deliveries of a job as pending rows, due now, for any node to claim: their webhook had as many in hand here as it may. */
@@ -377,7 +377,7 @@ export async function insertFirstAttempts(trx: Transaction<DB>, dialect: Dialect
     select v.column1, v.column2, v.column3, v.column4, v.column5, v.column6, v.column7, v.column8, v.column9, v.column10, v.column11, v.column12
     from ${dialect.rowsTable('v', FIRST_ATTEMPT_TYPES, rows)}
     where exists (select 1 from webhooks w where w.id = v.column2)
-    on conflict (event_id, webhook_id) do nothing
+    on conflict (webhook_id, event_id) do nothing
     returning id`.execute(trx)
   return new Set(written.map((row) => row.id))
 }

@@ -29,7 +29,11 @@ export async function up(db: Kysely<any>, _dialect: MigrationDialect): Promise<v
     .column('lease_expires_at')
     .where(sql.ref('lease_owner'), 'is not', null)
     .execute()
-  // One delivery per event and webhook: a job claimed again skips the webhooks its event
+  // One delivery per webhook and event: a job claimed again skips the webhooks its event
   // already has a delivery for, and two nodes recording one delivery record it once.
-  await db.schema.createIndex('webhook_deliveries_event').unique().on('webhook_deliveries').columns(['event_id', 'webhook_id']).execute()
+  // Led by the webhook, it also finds a webhook's deliveries (its deletion's cascade,
+  // ending its pending deliveries), so the index on the webhook alone goes: one index
+  // fewer to write per delivery.
+  await db.schema.createIndex('webhook_deliveries_by_webhook_event').unique().on('webhook_deliveries').columns(['webhook_id', 'event_id']).execute()
+  await db.schema.dropIndex('webhook_deliveries_by_webhook').execute()
 }
