@@ -26,7 +26,7 @@ const MAX_DELIVERIES_PER_TRANSACTION = 10_000
  * deliveries of an event with many webhooks spread over the nodes, large enough that
  * such an event costs a few rows rather than one per webhook.
  */
-export const JOB_SIZE = 128
+const JOB_SIZE = 128
 
 /** The body every attempt of an event sends: flat JSON with `event` first. */
 export function eventBody(event: Pick<RelayedEvent, 'type' | 'data'>): string {

@@ -16,14 +16,14 @@ export interface JobClaim {
 export const NO_JOBS: JobClaim = { jobs: [], deliveries: [], waiting: 0 }
 
 /**
- * Claims jobs whose deliveries come to about `limit` and turns them into deliveries, in
- * the caller's transaction. A job's webhook that was deleted, switched off, or switched off and on
- * again since the event gets nothing (as the fan-out would have decided then); one that
- * already has a delivery for the event (a job claimed again after its holder died) gets
- * no second. A webhook that `held` says has `perWebhook` deliveries in hand here already
- * gets its delivery as a pending row instead, which any node claims once that webhook has
- * room: a slow endpoint holds no more of this node's slots than its share. A job left
- * with nothing to attempt is deleted.
+ * Claims jobs whose deliveries come to about `limit` and turns them into deliveries, in the
+ * caller's transaction. A job's webhook that was deleted, switched off, or switched off
+ * and on again since the event gets nothing (as the fan-out would have decided then); one
+ * that already has a delivery for the event (a job claimed again after its holder died)
+ * gets no second. A webhook that `held` says has `perWebhook` deliveries in hand here
+ * already gets its delivery as a pending row instead, which any node claims once that
+ * webhook has room: a slow endpoint holds no more of this node's slots than its share. A
+ * job left with nothing to attempt is deleted.
  */
 export async function claimJobDeliveries(
   trx: Transaction<DB>,
@@ -40,7 +40,7 @@ export async function claimJobDeliveries(
   const webhooks = new Map((await queries.jobWebhooks(trx, [...new Set([...webhookIdsOf.values()].flat())])).map((w) => [w.id, w]))
   const counts = new Map(held)
   const claimed: JobClaim = { jobs: [], deliveries: [], waiting: 0 }
-  const waiting: Parameters<typeof queries.insertWaitingDeliveries>[1][number][] = []
+  const waiting: queries.WaitingDelivery[] = []
   const empty: string[] = []
   for (const job of jobs) {
     const webhookIds = webhookIdsOf.get(job.id)!

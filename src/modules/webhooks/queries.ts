@@ -315,7 +315,8 @@ export async function webhooksWithDelivery(db: Handle, eventId: string, webhookI
   return new Set(rows.map((row) => row.webhook_id))
 }
 
-type WaitingDelivery = Pick<WebhookDeliveriesTable, 'id' | 'webhook_id' | 'account_id' | 'event_id' | 'event_type' | 'payload' | 'status' | 'next_attempt_at' | 'created_at'>
+/** A delivery written as a pending row for any node to claim. */
+export type WaitingDelivery = Pick<WebhookDeliveriesTable, 'id' | 'webhook_id' | 'account_id' | 'event_id' | 'event_type' | 'payload' | 'status' | 'next_attempt_at' | 'created_at'>
 
 const insertWaitingRows = createBulkInsert<WaitingDelivery>({
   table: 'webhook_deliveries',
