@@ -278,18 +278,18 @@ export type ClaimedJob = Pick<WebhookJobsTable, 'id' | 'account_id' | 'event_id'
 /**
  * Claims the oldest unclaimed jobs whose deliveries come to `limit` at most (one job at
  * least, however large). Candidates are read first, since a job's size decides how many
- * fit; a candidate another node claims meanwhile is skipped (SKIP LOCKED on PostgreSQL,
- * and the claim's own condition).
+ * fit (a running sum picks them in the store, so only those come back); a candidate
+ * another node claims meanwhile is skipped (SKIP LOCKED on PostgreSQL, and the claim's
+ * own condition).
  */
 export async function claimJobs(db: Handle, dialect: Dialect, claim: { lease_owner: string; lease_expires_at: string }, limit: number): Promise<ClaimedJob[]> {
-  const candidates = await db.selectFrom('webhook_jobs').select(['id', 'deliveries']).where('lease_owner', 'is', null).orderBy('id').limit(limit).execute()
-  const ids: string[] = []
-  let deliveries = 0
-  for (const candidate of candidates) {
-    if (ids.length > 0 && deliveries + Number(candidate.deliveries) > limit) break
-    ids.push(candidate.id)
-    deliveries += Number(candidate.deliveries)
-  }
+  const { rows: candidates } = await sql<{ id: string }>`
+    select id from (
+      select id, deliveries, sum(deliveries) over (order by id) as upto
+      from webhook_jobs where lease_owner is null order by id limit ${limit}
+    ) as oldest
+    where upto - deliveries < ${limit} order by id`.execute(db)
+  const ids = candidates.map((candidate) => candidate.id)
   if (ids.length === 0) return []
   const { rows } = await sql<ClaimedJob>`
     update webhook_jobs set lease_owner = ${claim.lease_owner}, lease_expires_at = ${claim.lease_expires_at}, claims = claims + 1
