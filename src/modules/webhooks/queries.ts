@@ -368,18 +368,23 @@ const FIRST_ATTEMPT_TYPES = ['text', 'text', 'text', 'text', 'text', 'text', 'te
 /**
  * Writes the deliveries of recorded first attempts (a job's), in one statement for the
  * batch. Returns the ids it wrote: a delivery another node recorded meanwhile (the job's
- * claim ran out and it was claimed again) or whose webhook was deleted is left out.
+ * claim ran out and it was claimed again) or whose webhook was deleted is left out. Those
+ * are rare, so the statement returns a count rather than a row per delivery, and the ids
+ * are looked up only when it falls short.
  */
 export async function insertFirstAttempts(trx: Transaction<DB>, dialect: Dialect, attempts: readonly FirstAttempt[]): Promise<Set<string>> {
   if (attempts.length === 0) return new Set()
   const rows = attempts.map(({ delivery: d, settlement: s }) => [s.id, d.webhookId, d.accountId, d.eventId, d.eventType, d.payload, s.status, s.attempts, s.scheduledAttempts, s.nextAttemptAt, s.lastAttemptAt, d.createdAt])
-  const { rows: written } = await sql<{ id: string }>`
+  const result = await sql`
     insert into webhook_deliveries (id, webhook_id, account_id, event_id, event_type, payload, status, attempts, scheduled_attempts, next_attempt_at, last_attempt_at, created_at)
     select v.column1, v.column2, v.column3, v.column4, v.column5, v.column6, v.column7, v.column8, v.column9, v.column10, v.column11, v.column12
     from ${dialect.rowsTable('v', FIRST_ATTEMPT_TYPES, rows)}
     where exists (select 1 from webhooks w where w.id = v.column2)
-    on conflict (webhook_id, event_id) do nothing
-    returning id`.execute(trx)
+    on conflict (webhook_id, event_id) do nothing`.execute(trx)
+  const ids = attempts.map(({ settlement }) => settlement.id)
+  if (Number(result.numAffectedRows ?? 0n) === ids.length) return new Set(ids)
+  // The ids are new: a row that has one is the one this statement wrote.
+  const written = await trx.selectFrom('webhook_deliveries').select('id').where('id', 'in', ids).execute()
   return new Set(written.map((row) => row.id))
 }
 

@@ -117,6 +117,22 @@ describe('a job (an event and the webhooks it goes to)', () => {
     expect((await deliveriesOfEvent(server, job.event_id)).map((r) => r.webhook_id)).toEqual([on])
   })
 
+  it('records nothing for a webhook deleted while its delivery was in flight, and the rest of the job as usual', async () => {
+    const { key } = await account()
+    receiver.answer('/deleted-in-flight', { hang: true })
+    const deleted = await createWebhook(server, key, receiver.url('/deleted-in-flight'), 'ContactCreated')
+    const kept = await createWebhook(server, key, receiver.url('/kept-in-job'), 'ContactCreated')
+    expect((await server.post('/v1/contacts/single', { token: key, body: { phoneNumber: '+14155550103' } })).status).toBe(201)
+    const [request] = await receiver.waitFor('/deleted-in-flight', 1)
+    const eventId = String(request!.headers['webhook-id'])
+    expect((await server.delete(`/v1/webhooks/${deleted}`, { token: key })).status).toBe(204)
+    // The hung attempt fails at the timeout; by then its webhook is gone, so it leaves no row and no log.
+    await expect.poll(() => jobsOfEvent(server, eventId), { timeout: 5_000 }).toEqual([])
+    expect((await deliveriesOfEvent(server, eventId)).map((r) => [r.webhook_id, r.status])).toEqual([[kept, 'delivered']])
+    expect(await server.app.platform.store.db.selectFrom('webhook_logs').select('id').where('webhook_id', '=', deleted).execute()).toEqual([])
+    expect((await waitForLogs(server, key, kept, 1)).map((log) => log.eventId)).toEqual([eventId])
+  })
+
   it('gives a webhook at its bound its further deliveries as rows, attempted once it has room', async () => {
     const { owner, key } = await account()
     // The first four attempts hang until the timeout; the rest are answered.
