@@ -248,7 +248,6 @@ export const sqliteDialect: Dialect = {
   reclaimSpace: () => undefined,
   // AUTOINCREMENT keeps the high-water mark in sqlite_sequence, even after the rows are gone.
   lastIssuedId: (table) => sql<number | null>`(select seq from sqlite_sequence where name = ${table})`,
-  // A VALUES list's columns are column1, column2, … already; SQLite takes no column aliases.
   // The rows travel as one JSON text: a VALUES list of a thousand rows was ten thousand
   // parameters for Kysely to compile on the calling thread, milliseconds at a time.
   rowsTable: (alias, types, rows) => {
