@@ -336,16 +336,16 @@ export async function deleteJobs(db: Handle, leaseOwner: string, ids: string[]):
   await db.deleteFrom('webhook_jobs').where('id', 'in', ids).where('lease_owner', '=', leaseOwner).execute()
 }
 
-/** Gives jobs this node holds back to the queue: those of their deliveries with no row yet are attempted by the next claim. */
-export async function releaseJobs(db: Handle, leaseOwner: string, ids: string[]): Promise<void> {
+/**
+ * Gives jobs back to the queue: those of their deliveries with no row yet are attempted by
+ * the next claim. With `leaseOwner`, only those that node still holds (a stop); without,
+ * whoever held them (the lease's reclaim of a holder that is gone).
+ */
+export async function releaseJobs(db: Handle, ids: string[], leaseOwner?: string): Promise<void> {
   if (ids.length === 0) return
-  await db.updateTable('webhook_jobs').set(Leases.released()).where('id', 'in', ids).where('lease_owner', '=', leaseOwner).execute()
-}
-
-/** Frees jobs whose holder is gone (the lease's reclaim). */
-export async function releaseExpiredJobs(db: Handle, ids: string[]): Promise<void> {
-  if (ids.length === 0) return
-  await db.updateTable('webhook_jobs').set(Leases.released()).where('id', 'in', ids).execute()
+  let release = db.updateTable('webhook_jobs').set(Leases.released()).where('id', 'in', ids)
+  if (leaseOwner !== undefined) release = release.where('lease_owner', '=', leaseOwner)
+  await release.execute()
 }
 
 /** Unclaimed jobs whose deliveries a scrape of the due gauge counts, at most: the oldest. */

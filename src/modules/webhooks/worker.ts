@@ -120,7 +120,7 @@ export class DeliveryWorker {
     this.leases.register({
       table: 'webhook_jobs',
       // The next claim attempts the job's deliveries that have no row yet.
-      reclaim: (trx, ids) => queries.releaseExpiredJobs(trx, ids.map(String)),
+      reclaim: (trx, ids) => queries.releaseJobs(trx, ids.map(String)),
     })
   }
 
@@ -162,7 +162,7 @@ export class DeliveryWorker {
     for (const delivery of waiting) this.drop(delivery)
     await queries.releaseDeliveries(this.deps.db, waiting.filter((d) => d.jobId === undefined).map((d) => d.id))
     // Jobs not finished go back to the queue (those finished are deleted already).
-    await queries.releaseJobs(this.deps.db, this.leases.nodeId, jobs)
+    await queries.releaseJobs(this.deps.db, jobs, this.leases.nodeId)
   }
 
   private async run(): Promise<void> {
@@ -228,7 +228,7 @@ export class DeliveryWorker {
     const { rows, fromJobs } = await db.transaction().execute(async (trx) => {
       const rows = lookAtRows ? await this.claimRows(trx, limit, now) : []
       const inHand = new Map(this.inHand)
-      for (const row of rows) inHand.set(row.webhookId, (inHand.get(row.webhookId) ?? 0) + 1)
+      for (const row of rows) count(inHand, row.webhookId, 1)
       const fromJobs = rows.length < limit ? await claimJobDeliveries(trx, dialect, this.leases.claim(), now.toISOString(), limit - rows.length, inHand, this.options.maxInFlightPerWebhook) : NO_JOBS
       return { rows, fromJobs }
     })
@@ -262,7 +262,7 @@ export class DeliveryWorker {
         over.push(delivery.id)
         continue
       }
-      this.inHand.set(delivery.webhookId, inHand + 1)
+      count(this.inHand, delivery.webhookId, 1)
       this.leases.hold('webhook_deliveries', delivery.id, () => this.lost(delivery.id))
       this.queue.push(delivery)
     }
@@ -277,7 +277,7 @@ export class DeliveryWorker {
       this.leases.hold('webhook_jobs', job.id, () => this.lostJob(job.id))
     }
     for (const delivery of claimed.deliveries) {
-      this.inHand.set(delivery.webhookId, (this.inHand.get(delivery.webhookId) ?? 0) + 1)
+      count(this.inHand, delivery.webhookId, 1)
       this.queue.push(delivery)
     }
     // Deliveries written as rows for a webhook with none to spare are due at once.
@@ -318,9 +318,7 @@ export class DeliveryWorker {
 
   /** Its attempt ended (or will not be made here): the webhook may take another. */
   private putDown(delivery: queries.ClaimedDelivery): void {
-    const left = (this.inHand.get(delivery.webhookId) ?? 1) - 1
-    if (left === 0) this.inHand.delete(delivery.webhookId)
-    else this.inHand.set(delivery.webhookId, left)
+    count(this.inHand, delivery.webhookId, -1)
   }
 
   /** A claimed delivery that waited here will not be attempted by this node. */
@@ -466,4 +464,11 @@ export class DeliveryWorker {
       return recordAttempts(this.deps, this.leases.nodeId, batch, this.options.retryScheduleMs, finishedJobs)
     }
   }
+}
+
+/** Adds `by` to a webhook's count; a count that reaches 0 leaves the map. */
+function count(counts: Map<string, number>, webhookId: string, by: number): void {
+  const n = (counts.get(webhookId) ?? 0) + by
+  if (n > 0) counts.set(webhookId, n)
+  else counts.delete(webhookId)
 }
