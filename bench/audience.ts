@@ -237,7 +237,7 @@ async function main(): Promise<void> {
 /** Segments whose cached count is missing or stale, read through the listing: a live count there is slow, a cached one is not. */
 async function countStale(s: Session): Promise<number> {
   if (s.database.kind === 'sqlite') {
-    const { default: SQLite } = await import('better-sqlite3')
+    const { default: SQLite } = await import('../src/platform/db/sqlite-binding.js')
     const db = new SQLite(s.database.path, { readonly: true })
     try {
       return Number((db.prepare('select count(*) n from segments where count_version <> counted_version').get() as { n: number }).n)

@@ -26,7 +26,7 @@ import { OutboxRelay } from './platform/outbox/relay.js'
 import { accountsRoutes, createSessionSigner } from './modules/accounts/index.js'
 import { audienceRoutes, ContactImporter, SegmentCountCache } from './modules/audience/index.js'
 import { KeyCache, KeyUsageRecorder, keysRoutes, verifyApiKey } from './modules/keys/index.js'
-import { Messaging } from './modules/messaging/index.js'
+import { DEFAULT_BROADCAST_QUEUE, Messaging } from './modules/messaging/index.js'
 import { Webhooks } from './modules/webhooks/index.js'
 import { Push, RedisPushBroker, StorePushBroker } from './modules/push/index.js'
 import { CombinedDemand } from './platform/outbox/demand.js'
@@ -120,8 +120,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     carrier: config.carrier,
     simulatorDeliveryDelayMs: config.simulatorDeliveryDelayMs,
     ...(config.smppUrl ? { smpp: { url: config.smppUrl, window: config.smppWindow, maxPerSecond: config.smppMaxPerSecond } } : {}),
+    receiptTimeoutHours: config.receiptTimeoutHours,
     dispatchBatchSize: config.dispatchBatchSize,
-    dispatchConcurrency: config.dispatchConcurrency ?? (config.database.kind === 'postgres' ? 4 : 1),
+    dispatchConcurrency: config.dispatchConcurrency ?? (config.database.kind === 'postgres' ? 4 : 2),
+    // On SQLite a chunk's transaction holds the one write lock, and a request that writes
+    // waits for it: 2,000 contacts keep that wait to a few milliseconds.
+    broadcastQueue: { chunkSize: config.database.kind === 'postgres' ? DEFAULT_BROADCAST_QUEUE.chunkSize : 2_000 },
   })
   const pushHistory = { historySize: config.pushHistorySize, historyTtlS: config.pushHistoryTtlS }
   // Cluster mode: history in Redis Streams and fan-out through Redis; embedded: the store and this process.

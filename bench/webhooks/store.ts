@@ -1,4 +1,4 @@
-import SQLite from 'better-sqlite3'
+import SQLite from '../../src/platform/db/sqlite-binding.js'
 import pg from 'pg'
 
 /** One delivery as the server recorded it, with its attempts. */

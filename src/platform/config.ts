@@ -49,6 +49,8 @@ export interface Config {
   /** Submits awaiting their answer at once. */
   smppWindow: number
   smppMaxPerSecond: number
+  /** A sent recipient with no receipt after this many hours is settled as sent without a receipt. */
+  receiptTimeoutHours: number
   /** Recipients the dispatcher claims and records at once. */
   dispatchBatchSize: number
   /** Dispatch batches in flight at once; undefined: 4 on PostgreSQL, 1 on SQLite. */
@@ -154,6 +156,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smppUrl: read.optional('SMPP_URL'),
     smppWindow: read.integer('SMPP_WINDOW', 10, 1, 1000),
     smppMaxPerSecond: read.integer('SMPP_MAX_PER_SECOND', 100, 1, 100_000),
+    receiptTimeoutHours: read.integer('RECEIPT_TIMEOUT_HOURS', 72, 1, 8_760),
     dispatchBatchSize: read.integer('DISPATCH_BATCH_SIZE', 500, 1, 5000),
     dispatchConcurrency: read.optional('DISPATCH_CONCURRENCY') === undefined ? undefined : read.integer('DISPATCH_CONCURRENCY', 1, 1, 32),
     webhookTimeoutMs: read.integer('WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),

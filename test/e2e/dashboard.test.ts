@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { DASHBOARD_PAGES } from '../../src/platform/http/dashboard.js'
 import type { TestServer } from '../support/harness.js'
 import { expectWholeProblem, TEST_ADMIN_TOKEN, topUp } from '../support/fixtures.js'
@@ -9,6 +9,10 @@ import { startWebhookServer, verifySignature } from '../support/webhook-fixtures
 import { buildDashboard, canRunBrowser, launchChromium, screenshot, watchPageErrors } from './browser.js'
 
 let server: TestServer
+// A real browser on a busy CI machine: a sign-up (a password hash) and the page's first
+// requests after it took over the one second expect.poll waits by default.
+vi.setConfig({ expect: { poll: { timeout: 10_000 } } })
+
 beforeAll(async () => {
   await buildDashboard()
   // The webhook page's test delivers to a local HTTPS receiver: the server trusts its test CA.

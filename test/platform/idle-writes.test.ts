@@ -1,4 +1,4 @@
-import SQLite from 'better-sqlite3'
+import SQLite from '../../src/platform/db/sqlite-binding.js'
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createKey, signUp } from '../support/fixtures.js'
@@ -34,12 +34,13 @@ describe.skipIf(testStoreKind !== 'sqlite')('an idle SQLite server', () => {
     await expect.poll(() => other.prepare("select 1 from outbox_cursors where consumer = 'webhooks'").get(), { timeout: 15_000 }).toBeDefined()
     const background = server.app.platform.store.background
     // Another connection holds the write lock while the loops make many passes (the relay
-    // polls every 20 ms here, the worker every 250 ms). A pass that tried to write would
+    // polls every 20 ms here, the webhook worker and the dispatcher every 250 ms, the
+    // broadcast scheduler every second). A pass that tried to write would
     // wait for the lock on the background connection, and a query there would queue
     // behind it for as long as the lock is held.
     other.exec('begin immediate')
     try {
-      await new Promise((resolve) => setTimeout(resolve, 600))
+      await new Promise((resolve) => setTimeout(resolve, 1_200))
       const started = performance.now()
       await sql`select 1`.execute(background)
       expect(performance.now() - started).toBeLessThan(200)

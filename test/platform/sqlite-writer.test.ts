@@ -2,10 +2,12 @@ import { mkdtempSync } from 'node:fs'
 import type { Worker } from 'node:worker_threads'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import SQLite from 'better-sqlite3'
+import SQLite from '../../src/platform/db/sqlite-binding.js'
 import { Kysely, sql } from 'kysely'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openStore, type Store } from '../../src/platform/db/connect.js'
+import { aheadOfOthers } from '../../src/platform/db/connection-priority.js'
+import { newLockSignals } from '../../src/platform/db/sqlite-lock-signals.js'
 import { SqliteWriter, SqliteWriterDialect } from '../../src/platform/db/sqlite-writer-client.js'
 import { loopDelayDuring } from '../support/event-loop.js'
 
@@ -75,7 +77,7 @@ describe('SQLite store: the background connection (writer thread)', () => {
 
   it('when its thread dies mid-transaction, the transaction fails and is rolled back, and the next statement starts a new thread', async () => {
     const { path } = await storeWithItems()
-    const writer = new SqliteWriter({ path, lockWaiters: new SharedArrayBuffer(4) })
+    const writer = new SqliteWriter({ path, lockSignals: newLockSignals() })
     const db = new Kysely<any>({ dialect: new SqliteWriterDialect(writer) })
     try {
       const outcome = db
@@ -102,7 +104,7 @@ describe('SQLite store: the background connection (writer thread)', () => {
 
   it('once closed, fails statements instead of starting a thread again', async () => {
     const { path } = await storeWithItems()
-    const writer = new SqliteWriter({ path, lockWaiters: new SharedArrayBuffer(4) })
+    const writer = new SqliteWriter({ path, lockSignals: newLockSignals() })
     const db = new Kysely<any>({ dialect: new SqliteWriterDialect(writer) })
     await db.insertInto('items').values({ name: 'while open' }).execute()
     await db.destroy()
@@ -133,5 +135,25 @@ describe('SQLite store: the background connection (writer thread)', () => {
     }
     expect({ waiting: store.waits.waiting(), busy: store.waits.busy() }).toEqual({ waiting: 0, busy: 0 })
     expect(Math.max(...waited)).toBeGreaterThan(0.05)
+  })
+
+  it('gives the connection to work run aheadOfOthers before work that waited longer, and otherwise in turn', async () => {
+    const { store } = await storeWithItems()
+    const background = store.background as unknown as Kysely<any>
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const order: string[] = []
+    const holder = background.transaction().execute(async (trx) => {
+      await trx.insertInto('items').values({ name: 'holder' }).execute()
+      await held
+    })
+    await expect.poll(() => store.waits.busy()).toBe(1)
+    const insert = (name: string) => background.insertInto('items').values({ name }).execute().then(() => void order.push(name))
+    const waiting = [insert('first waiting'), insert('second waiting'), aheadOfOthers(() => insert('ahead')), aheadOfOthers(() => insert('ahead too'))]
+    await expect.poll(() => store.waits.waiting()).toBe(4)
+    release()
+    await Promise.all([holder, ...waiting])
+    expect(order).toEqual(['ahead', 'ahead too', 'first waiting', 'second waiting'])
+    expect(await names(store.db as unknown as Kysely<any>)).toEqual(['holder', 'ahead', 'ahead too', 'first waiting', 'second waiting'])
   })
 })

@@ -39,6 +39,7 @@ export function testConfig(database: DatabaseConfig, overrides: Partial<Config> 
     smppUrl: undefined,
     smppWindow: 10,
     smppMaxPerSecond: 1000,
+    receiptTimeoutHours: 72,
     dispatchBatchSize: 500,
     dispatchConcurrency: undefined,
     webhookTimeoutMs: 2_000,

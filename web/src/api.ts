@@ -117,6 +117,7 @@ export interface SmsListItem {
   sent: number
   delivered: number
   failed: number
+  receiptTimedOut: number
   scheduledAt: string | null
   createdAt: string
 }
@@ -129,6 +130,7 @@ export interface SmsRecipient {
   deliveredAt: string | null
   failedAt: string | null
   error: string | null
+  receiptTimedOutAt: string | null
 }
 
 export interface SmsMessage extends SmsListItem {
@@ -278,6 +280,7 @@ export interface Broadcast {
   sent: number
   delivered: number
   failed: number
+  receiptTimedOut: number
   segments: number
   encoding: 'GSM-7' | 'UCS-2'
   sandbox: boolean

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3'
+import Database from '../../platform/db/sqlite-binding.js'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createKey, expectProblem, signUp, type TestAccount } from '../../../test/support/fixtures.js'

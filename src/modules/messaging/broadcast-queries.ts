@@ -22,6 +22,7 @@ function broadcastsWithProgress(db: Handle, accountId: string) {
       'messages.sent_count',
       'messages.delivered_count',
       'messages.failed_count',
+      'messages.receipt_timeout_count',
     ])
     .where('broadcasts.account_id', '=', accountId)
 }
@@ -129,20 +130,30 @@ export async function claimDueBroadcasts(
   const rows = await db
     .updateTable('broadcasts')
     .set(claim)
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('broadcasts')
-        .select('id')
-        .where('status', '=', 'scheduled')
-        .where('scheduled_at', '<=', now)
-        .where('lease_owner', 'is', null)
-        .orderBy('scheduled_at')
-        .limit(limit)
-        .modifyEnd(dialect.forUpdateSkipLocked()),
-    )
+    .where('id', 'in', dueScheduled(db, now).orderBy('scheduled_at').limit(limit).modifyEnd(dialect.forUpdateSkipLocked()))
     .returning('id')
     .execute()
   return rows.map((row) => row.id)
+}
+
+/**
+ * Whether a poll has anything to claim: a scheduled broadcast due and held by nobody, or
+ * a started one whose queueing nobody holds. A read, looked at first: a claim is a write,
+ * and on SQLite a write, even one that changes nothing, takes the store's one write lock.
+ */
+export async function anythingToClaim(db: Kysely<DB>, now: string): Promise<boolean> {
+  if (await dueScheduled(db, now).limit(1).executeTakeFirst()) return true
+  return (await abandonedWalks(db).limit(1).executeTakeFirst()) !== undefined
+}
+
+/** Scheduled broadcasts due by `now` and held by nobody (their ids). */
+function dueScheduled(db: Kysely<DB>, now: string) {
+  return db.selectFrom('broadcasts').select('id').where('status', '=', 'scheduled').where('scheduled_at', '<=', now).where('lease_owner', 'is', null)
+}
+
+/** Started broadcasts whose queueing walk nobody holds: its node died or let it go (their ids). */
+export function abandonedWalks(db: Kysely<DB>) {
+  return db.selectFrom('broadcasts').select('id').where('queue_after_id', 'is not', null).where('status', '=', 'sending').where('lease_owner', 'is', null)
 }
 
 /** Frees claims whose holder is gone; the broadcasts stay scheduled and are claimed again. */

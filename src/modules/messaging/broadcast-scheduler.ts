@@ -70,6 +70,7 @@ export class BroadcastScheduler {
     try {
       for (;;) {
         const now = this.deps.clock.now().toISOString()
+        if (!(await queries.anythingToClaim(this.deps.db, now))) return
         const ids = await queries.claimDueBroadcasts(this.deps.db, this.deps.dialect, this.leases.claim(), now, this.options.batchSize)
         for (const id of ids) await this.startClaimed(id)
         // Broadcasts whose queueing node died: their claim was freed, any node resumes them.

@@ -40,6 +40,7 @@ export const Broadcast = Type.Object({
   sent: Type.Integer({ description: 'Recipients handed to the carrier' }),
   delivered: Type.Integer(),
   failed: Type.Integer(),
+  receiptTimedOut: Type.Integer({ description: 'Recipients sent whose receipt never came within RECEIPT_TIMEOUT_HOURS; the broadcast completes once every recipient is delivered, failed or settled so' }),
   segments: Type.Integer({ description: 'Parts each recipient is sent' }),
   encoding: Encoding,
   sandbox: Type.Boolean({ description: 'Sent by a Playground key: nothing leaves the platform, nothing is charged' }),

@@ -80,6 +80,7 @@ describe('POST /v1/broadcasts and GET /v1/broadcasts/{id}', () => {
       sent: 0,
       delivered: 0,
       failed: 0,
+      receiptTimedOut: 0,
       segments: 1,
       encoding: 'GSM-7',
       sandbox: false,

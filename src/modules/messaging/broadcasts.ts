@@ -51,6 +51,7 @@ function toBroadcast(row: queries.BroadcastRow): Broadcast {
     sent: Number(row.sent_count ?? 0),
     delivered: Number(row.delivered_count ?? 0),
     failed: Number(row.failed_count ?? 0),
+    receiptTimedOut: Number(row.receipt_timeout_count ?? 0),
     segments,
     encoding,
     sandbox: Number(row.sandbox) === 1,

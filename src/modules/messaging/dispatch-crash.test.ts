@@ -1,5 +1,5 @@
 import pg from 'pg'
-import SQLite from 'better-sqlite3'
+import SQLite from '../../platform/db/sqlite-binding.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ChildServer, childDatabase } from '../../../test/support/child-server.js'
 import { contactsCsv } from '../../../test/support/csv.js'

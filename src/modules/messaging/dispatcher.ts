@@ -1,12 +1,14 @@
 import { setImmediate } from 'node:timers/promises'
-import { sql, type RawBuilder } from 'kysely'
+import type { RawBuilder } from 'kysely'
 import type { Logger } from 'pino'
 import { optedOutAmong } from '../audience/index.js'
 import type { Leases } from '../../platform/lease.js'
 import type { EventDemand } from '../../platform/outbox/demand.js'
 import type { Carrier, OutgoingPart } from './carriers/carrier.js'
 import type { MessagingDeps } from './deps.js'
+import { broadcastsWaiting, claimBroadcast, claimPriority, priorityDue, type QueuedRecipientRow } from './dispatch-queue.js'
 import { splitSms } from './encoding.js'
+import { HandoffJournal, recordedParts } from './handoff-journal.js'
 import { partId, recordHandoffs, type ClaimedRecipient, type Handoff, type MessageInfo } from './handoffs.js'
 import { OPT_OUT_REPLY } from './inbound.js'
 import type { ReceiptRecorder } from './receipts.js'
@@ -36,13 +38,20 @@ const MESSAGES_CACHED = 1000
 /**
  * Claimed recipients leave the queue's index on PostgreSQL only at VACUUM: until then each
  * claim walks the entries of every recipient handed over before it (a broadcast of a
- * million makes that quadratic). And the receipts look parts up by the carrier's ids, a
- * plan that needs statistics taken since the parts table grew. The dispatcher vacuums and
- * analyzes both tables when the queue drains after this many hand-offs, and during a long
- * run after RECLAIM_DURING_RUN.
+ * million makes that quadratic). And the receipts look parts and recipients up by lists of
+ * ids, plans that need statistics taken since the tables grew: planned on a table's size
+ * at its last ANALYZE, a lookup of a thousand ids became a scan of the whole table. The
+ * dispatcher vacuums and analyzes both tables, and those a carrier in the store fills
+ * (Carrier.tables), when the queue drains after RECLAIM_AFTER_DRAIN hand-offs, and during
+ * a run after RECLAIM_FIRST, then after twice as many each time up to RECLAIM_DURING_RUN:
+ * while a broadcast fills empty tables their statistics stay within a factor of two of
+ * their size.
  */
 const RECLAIM_AFTER_DRAIN = 10_000
+const RECLAIM_FIRST = 5_000
 const RECLAIM_DURING_RUN = 200_000
+/** How often the broadcasts with recipients waiting are looked up again (see broadcastsWaiting). */
+const BROADCASTS_LOOKED_UP_EVERY_MS = 1_000
 
 /**
  * Hands queued recipients to the carrier at the carrier's pace and survives restarts.
@@ -50,6 +59,12 @@ const RECLAIM_DURING_RUN = 200_000
  * several nodes dispatch without taking the same rows), submitted part by part within the
  * carrier's window, and recorded in one transaction per batch. A claim whose node died
  * returns to the queue when its lease runs out (at once, at an embedded restart).
+ *
+ * A carrier outside the store (SMPP) has each accepted part recorded as its answer
+ * arrives, before its window slot is freed (HandoffJournal); a recipient taken up again
+ * after a crash is handed only the parts not recorded. So a crash repeats at most the
+ * parts in the window. The simulators write their books in the batch's transaction, so a
+ * crash repeats nothing there.
  */
 export class Dispatcher {
   private running = false
@@ -61,7 +76,17 @@ export class Dispatcher {
   /** Undefined where the store needs no reclaiming (SQLite): then nothing is counted either. */
   private readonly reclaimStatement: RawBuilder<unknown> | undefined
   private claimedSinceReclaim = 0
+  /** Hand-offs after which a run reclaims next (RECLAIM_FIRST, doubling up to RECLAIM_DURING_RUN). */
+  private reclaimDuringRunAt = RECLAIM_FIRST
   private reclaiming: Promise<void> | undefined
+  private readonly journal: HandoffJournal
+  /** Which waiting broadcast a claim serves first: each claim starts with the next. */
+  private broadcastTurn = 0
+  /** The last claim found nothing: the next looks with reads first. */
+  private idleBefore = false
+  /** The broadcasts with recipients waiting, as last looked up, and when. */
+  private broadcastsKnown: string[] = []
+  private broadcastsKnownAt = -Infinity
 
   constructor(
     private readonly deps: MessagingDeps & { demand: EventDemand },
@@ -71,7 +96,9 @@ export class Dispatcher {
     private readonly logger: Logger,
     private readonly options: DispatcherOptions,
   ) {
-    this.reclaimStatement = deps.dialect.reclaimSpace(['message_recipients', 'carrier_parts'])
+    const carrierTables = [carriers.live, carriers.sandbox].flatMap((carrier) => carrier.tables ?? [])
+    this.reclaimStatement = deps.dialect.reclaimSpace([...new Set(['message_recipients', 'carrier_parts', ...carrierTables])])
+    this.journal = new HandoffJournal(deps.db)
   }
 
   register(): void {
@@ -91,6 +118,8 @@ export class Dispatcher {
 
   /** New recipients are queued: look now (after wakeDelayMs) instead of at the next poll. */
   wake(): void {
+    // A new broadcast may be among them.
+    this.broadcastsKnownAt = -Infinity
     if (this.waking || this.sleepers.size === 0) return
     this.waking = setTimeout(() => {
       this.waking = undefined
@@ -114,10 +143,14 @@ export class Dispatcher {
   private async run(): Promise<void> {
     while (this.running) {
       try {
-        const claimed = await this.claim()
-        this.countTowardsReclaim(claimed.length)
-        if (claimed.length === 0) await this.idle()
-        else await this.dispatch(claimed)
+        const groups = (await this.claim()).filter((group) => group.length > 0)
+        const count = groups.reduce((sum, group) => sum + group.length, 0)
+        this.idleBefore = count === 0
+        this.countTowardsReclaim(count)
+        if (count === 0) await this.idle()
+        // Each group is recorded once its own recipients are handed over: a single send
+        // is not left queued until the broadcast recipients of its batch are handed over too.
+        else await this.deps.metrics.slice('dispatch', () => Promise.all(groups.map((group) => this.dispatch(group))))
         // SQLite answers synchronously and the simulator at once: without a turn of the
         // event loop between batches, requests would wait for the whole queue.
         await setImmediate()
@@ -133,8 +166,10 @@ export class Dispatcher {
     const statement = this.reclaimStatement
     if (statement === undefined) return
     this.claimedSinceReclaim += claimed
-    if (this.claimedSinceReclaim < (claimed === 0 ? RECLAIM_AFTER_DRAIN : RECLAIM_DURING_RUN) || this.reclaiming) return
+    const drained = claimed === 0
+    if (this.claimedSinceReclaim < (drained ? RECLAIM_AFTER_DRAIN : this.reclaimDuringRunAt) || this.reclaiming) return
     this.claimedSinceReclaim = 0
+    this.reclaimDuringRunAt = drained ? RECLAIM_FIRST : Math.min(this.reclaimDuringRunAt * 2, RECLAIM_DURING_RUN)
     const started = performance.now()
     this.reclaiming = statement
       .execute(this.deps.db)
@@ -160,21 +195,56 @@ export class Dispatcher {
     })
   }
 
-  private async claim(): Promise<ClaimedRecipient[]> {
+  /**
+   * Single sends and replies first, in due order; what they leave of the batch goes to
+   * the broadcasts with recipients waiting, an equal share each (the first ones in turn
+   * get the remainder). So a one-time passcode never waits behind a campaign (its parts
+   * also take the carrier's window ahead of broadcast parts), a campaign started later
+   * goes out beside the earlier one, and a steady trickle of single sends does not cut
+   * the broadcasts' batches down to a few recipients each. Answers the two groups,
+   * single sends first.
+   */
+  private async claim(): Promise<[ClaimedRecipient[], ClaimedRecipient[]]> {
     const { db, dialect, clock } = this.deps
     const now = clock.now().toISOString()
+    // Idle, it looks with reads first: a claim is a write, and on SQLite a write, even one
+    // that changes nothing, takes the store's one write lock from the requests.
+    if (this.idleBefore && !(await priorityDue(db, now)) && (await this.broadcastsWaiting()).length === 0) return [[], []]
     const claim = this.leases.claim()
-    const { rows } = await sql<{ id: number; message_id: string; account_id: string; phone_number: string }>`
-      update message_recipients set lease_owner = ${claim.lease_owner}, lease_expires_at = ${claim.lease_expires_at}
-      where id in (
-        select id from message_recipients
-        where status = 'queued' and lease_owner is null and due_at <= ${now}
-        order by due_at, id limit ${this.options.batchSize} ${dialect.forUpdateSkipLocked()}
-      )
-      returning id, message_id, account_id, phone_number`.execute(db)
+    const batchSize = this.options.batchSize
+    const priority = await claimPriority(db, dialect, claim, now, batchSize)
+    const broadcast: QueuedRecipientRow[] = []
+    const room = batchSize - priority.length
+    const broadcasts = room > 0 ? rotate(await this.broadcastsWaiting(), this.broadcastTurn++) : []
+    for (let i = 0; i < broadcasts.length && broadcast.length < room; i++) {
+      const share = Math.ceil((room - broadcast.length) / (broadcasts.length - i))
+      const taken = await claimBroadcast(db, dialect, claim, now, broadcasts[i]!, share)
+      // Fewer than asked: that broadcast's queue may be empty; look again next time.
+      if (taken.length < share) this.broadcastsKnownAt = -Infinity
+      broadcast.push(...taken)
+    }
+    return [this.held(priority), this.held(broadcast)]
+  }
+
+  private held(rows: readonly QueuedRecipientRow[]): ClaimedRecipient[] {
     const claimed = rows.map((r) => ({ id: Number(r.id), messageId: r.message_id, accountId: r.account_id, phoneNumber: r.phone_number }))
     for (const r of claimed) this.leases.hold('message_recipients', r.id)
     return claimed.sort((a, b) => a.id - b.id)
+  }
+
+  /**
+   * The broadcasts with recipients waiting, looked up again at most once a second unless
+   * something changed here (a wake-up, a broadcast's queue found short): the look-up walks
+   * index entries that PostgreSQL keeps for recipients claimed since its last VACUUM, as
+   * each claim already does for its own broadcast. Another node's new broadcast is seen
+   * within the second.
+   */
+  private async broadcastsWaiting(): Promise<string[]> {
+    if (performance.now() - this.broadcastsKnownAt > BROADCASTS_LOOKED_UP_EVERY_MS) {
+      this.broadcastsKnown = await broadcastsWaiting(this.deps.db)
+      this.broadcastsKnownAt = performance.now()
+    }
+    return this.broadcastsKnown
   }
 
   private async dispatch(claimed: ClaimedRecipient[]): Promise<void> {
@@ -182,9 +252,9 @@ export class Dispatcher {
     try {
       const messages = await this.messagesOf(claimed)
       const optedOut = await this.optedOut(claimed, messages)
-      const handoffs = await Promise.all(
-        claimed.filter((r) => !optedOut.has(r)).map((r) => this.handOver(r, messages.get(r.messageId)!)),
-      )
+      const toHand = claimed.filter((r) => !optedOut.has(r))
+      const recorded = await this.partsRecordedBefore(toHand, messages)
+      const handoffs = await Promise.all(toHand.map((r) => this.handOver(r, messages.get(r.messageId)!, recorded.get(r.id))))
       await recordHandoffs(
         this.deps.db,
         this.deps.dialect,
@@ -223,8 +293,24 @@ export class Dispatcher {
     return out
   }
 
-  private async handOver(recipient: ClaimedRecipient, message: MessageInfo): Promise<Handoff> {
-    const carrier = message.sandbox ? this.carriers.sandbox : this.carriers.live
+  /**
+   * Parts a carrier outside the store accepted for these recipients before a crash cut
+   * their hand-off short: they are not handed over again. (The simulators record parts
+   * with the recipient, so a queued recipient of theirs has none.)
+   */
+  private async partsRecordedBefore(recipients: ClaimedRecipient[], messages: Map<string, MessageInfo>): Promise<Map<number, Map<number, string>>> {
+    const journaled = recipients.filter((r) => this.carrierOf(messages.get(r.messageId)!).record === undefined)
+    if (journaled.length === 0) return new Map()
+    return recordedParts(this.deps.db, journaled.map((r) => r.id))
+  }
+
+  private carrierOf(message: MessageInfo): Carrier {
+    return message.sandbox ? this.carriers.sandbox : this.carriers.live
+  }
+
+  private async handOver(recipient: ClaimedRecipient, message: MessageInfo, recorded: Map<number, string> | undefined): Promise<Handoff> {
+    const carrier = this.carrierOf(message)
+    const isJournaled = carrier.record === undefined
     const slots = this.slotsOf(carrier)
     // One reference per recipient's copy, so a handset never mixes parts of two messages.
     const reference = recipient.id & 0xff
@@ -238,9 +324,17 @@ export class Dispatcher {
           encoding: message.encoding,
           ...(message.parts.length > 1 ? { concat: { reference, total: message.parts.length, sequence: i + 1 } } : {}),
         }
-        await slots.acquire()
+        const earlier = recorded?.get(i + 1)
+        if (earlier !== undefined) return { sequence: i + 1, result: { ok: true as const, carrierMessageId: earlier } }
+        // Single sends and replies take the next free slot ahead of broadcast parts.
+        await slots.acquire(message.kind !== 'broadcast')
         try {
-          return { sequence: i + 1, result: await carrier.submit(part) }
+          const result = await carrier.submit(part)
+          // The slot is freed once the part is recorded: a crash leaves only the window in doubt.
+          if (result.ok && isJournaled) {
+            await this.journal.record({ carrier: carrier.name, connection: carrier.connection, carrierMessageId: result.carrierMessageId, recipientId: recipient.id, sequence: i + 1 })
+          }
+          return { sequence: i + 1, result }
         } finally {
           slots.release()
         }
@@ -297,26 +391,34 @@ export class Dispatcher {
   }
 }
 
-/** At most `size` holders at once; the rest wait in order. */
+/** At most `size` holders at once; the rest wait in order, those asking first ahead of the others. */
 class Semaphore {
   private free: number
   private readonly waiting: (() => void)[] = []
+  private readonly waitingFirst: (() => void)[] = []
 
   constructor(size: number) {
     this.free = size
   }
 
-  acquire(): Promise<void> {
+  acquire(first = false): Promise<void> {
     if (this.free > 0) {
       this.free--
       return Promise.resolve()
     }
-    return new Promise((resolve) => this.waiting.push(resolve))
+    return new Promise((resolve) => (first ? this.waitingFirst : this.waiting).push(resolve))
   }
 
   release(): void {
-    const next = this.waiting.shift()
+    const next = this.waitingFirst.shift() ?? this.waiting.shift()
     if (next) next()
     else this.free++
   }
+}
+
+/** The items from position `turn` (modulo their number) on, then those before it. */
+function rotate<T>(items: readonly T[], turn: number): T[] {
+  if (items.length === 0) return []
+  const start = turn % items.length
+  return [...items.slice(start), ...items.slice(0, start)]
 }

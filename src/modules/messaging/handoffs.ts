@@ -1,12 +1,12 @@
 import { sql, type Kysely, type Transaction } from 'kysely'
 import { refund } from '../accounts/index.js'
-import { createBulkInsert } from '../../platform/db/bulk.js'
 import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import { Leases } from '../../platform/lease.js'
 import type { EventDemand } from '../../platform/outbox/demand.js'
 import type { AcceptedPart, Carrier } from './carriers/carrier.js'
 import { smsFailed, smsSent } from './events.js'
+import { insertParts } from './handoff-journal.js'
 import type { MessagingMetrics } from './metrics.js'
 import { ProgressBatch } from './progress.js'
 
@@ -36,12 +36,6 @@ export type Handoff =
   | { recipient: ClaimedRecipient; message: MessageInfo; carrier: Carrier; accepted: { sequence: number; carrierMessageId: string }[]; error: string }
 
 export const OPTED_OUT_ERROR = 'not sent: the recipient opted out before the message was handed to the carrier; its credits were refunded'
-
-const insertParts = createBulkInsert<DB['carrier_parts']>({
-  table: 'carrier_parts',
-  columns: ['carrier', 'carrier_message_id', 'recipient_id', 'sequence', 'status'],
-  conflictColumns: ['carrier', 'carrier_message_id'],
-})
 
 export function partId(recipientId: number, sequence: number): string {
   return `${recipientId}:${sequence}`
@@ -82,13 +76,22 @@ export async function recordHandoffs(
       byCarrier.set(h.carrier, [...(byCarrier.get(h.carrier) ?? []), h])
     }
     for (const [carrier, group] of byCarrier) {
+      // A carrier outside the store had each part recorded as it accepted it (HandoffJournal).
+      if (carrier.record === undefined) continue
       const parts = group.flatMap((h) => h.accepted.map((p) => ({ h, p })))
       await insertParts(
         trx,
-        parts.map(({ h, p }) => ({ carrier: carrier.name, carrier_message_id: p.carrierMessageId, recipient_id: h.recipient.id, sequence: p.sequence, status: 'sent' as const })),
+        parts.map(({ h, p }) => ({
+          carrier: carrier.name,
+          connection: carrier.connection,
+          carrier_message_id: p.carrierMessageId,
+          recipient_id: h.recipient.id,
+          sequence: p.sequence,
+          status: 'sent' as const,
+        })),
       )
       const books: AcceptedPart[] = parts.map(({ h, p }) => ({ partId: partId(h.recipient.id, p.sequence), carrierMessageId: p.carrierMessageId, to: h.recipient.phoneNumber }))
-      await carrier.record?.(trx, books)
+      await carrier.record(trx, books)
     }
     for (const h of sentHere) {
       moves.add({ from: 'queued', to: 'sent' }, h.carrier.name)

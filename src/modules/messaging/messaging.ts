@@ -18,6 +18,7 @@ import { Dispatcher } from './dispatcher.js'
 import { purgeExpired } from './idempotency.js'
 import { receiveInbound } from './inbound.js'
 import { MessagingMetrics } from './metrics.js'
+import { ReceiptTimeouts } from './receipt-timeouts.js'
 import { ReceiptRecorder } from './receipts.js'
 import { smsRoutes } from './routes.js'
 
@@ -25,6 +26,8 @@ export interface MessagingOptions {
   carrier: 'simulator' | 'smpp'
   simulatorDeliveryDelayMs: number
   smpp?: { url: string; window: number; maxPerSecond: number }
+  /** RECEIPT_TIMEOUT_HOURS (see ReceiptTimeouts). */
+  receiptTimeoutHours: number
   dispatchBatchSize: number
   /** Dispatch batches in flight at once (see DispatcherOptions). */
   dispatchConcurrency: number
@@ -34,11 +37,15 @@ export interface MessagingOptions {
 
 export interface MessagingStore {
   db: Kysely<DB>
+  /** The connection of background work: on SQLite its statements run on a thread of their own. */
+  background: Kysely<DB>
   dialect: Dialect
   readLong<T>(query: Compilable<T>): Promise<T[]>
 }
 
 const PURGE_EVERY_MS = 3_600_000
+/** How often overdue receipts are looked for: one index probe when none is. */
+const RECEIPT_TIMEOUT_SWEEP_MS = 2_000
 
 /**
  * The messaging module put together: carriers, the dispatcher, receipts, inbound and the
@@ -46,9 +53,16 @@ const PURGE_EVERY_MS = 3_600_000
  */
 export class Messaging {
   readonly deps: MessagingDeps & { demand: EventDemand }
+  /**
+   * The same, over the background connection: queueing broadcasts, dispatch, receipts and
+   * the simulator write much and often, and on SQLite none of their statements or commits
+   * may run on the thread that serves every account's requests.
+   */
+  private readonly background: MessagingDeps & { demand: EventDemand }
   private readonly live: Carrier
   private readonly sandbox: SimulatorCarrier
   private readonly receipts: ReceiptRecorder
+  private readonly receiptTimeouts: ReceiptTimeouts
   private readonly dispatcher: Dispatcher
   private readonly scheduler: BroadcastScheduler
   private readonly broadcastQueue: BroadcastQueue
@@ -75,9 +89,10 @@ export class Messaging {
       queueBroadcast: (broadcastId) => this.broadcastQueue.queue(broadcastId),
       metrics: messagingMetrics,
     }
-    this.broadcastQueue = new BroadcastQueue(this.deps, leases, logger.child({ component: 'broadcast-queue' }), options.broadcastQueue ?? DEFAULT_BROADCAST_QUEUE)
+    this.background = { ...this.deps, db: store.background }
+    this.broadcastQueue = new BroadcastQueue(this.background, leases, logger.child({ component: 'broadcast-queue' }), options.broadcastQueue ?? DEFAULT_BROADCAST_QUEUE)
     const simulator = (name: 'simulator' | 'sandbox') =>
-      new SimulatorCarrier(name, store.db, clock, logger.child({ carrier: name }), {
+      new SimulatorCarrier(name, store.background, clock, logger.child({ carrier: name }), {
         deliveryDelayMs: options.simulatorDeliveryDelayMs,
         pollMs: Math.max(10, Math.min(200, Math.floor(options.simulatorDeliveryDelayMs / 2))),
       })
@@ -90,17 +105,24 @@ export class Messaging {
       this.live = simulator('simulator')
     }
     messagingMetrics.watchQueue(store.db, store.readLong, clock)
-    this.receipts = new ReceiptRecorder(store.db, store.dialect, demand, clock, logger.child({ component: 'receipts' }), messagingMetrics, { batchDelayMs: 5 })
-    // A slow carrier gets smaller batches, so a claim is never held long.
-    const batchSize = Math.min(options.dispatchBatchSize, Math.max(20, this.live.window * 20))
-    this.dispatcher = new Dispatcher(this.deps, { live: this.live, sandbox: this.sandbox }, this.receipts, leases, logger.child({ component: 'dispatcher' }), {
+    this.receipts = new ReceiptRecorder(store.background, store.dialect, demand, clock, logger.child({ component: 'receipts' }), messagingMetrics, { batchDelayMs: 5 })
+    this.receiptTimeouts = new ReceiptTimeouts(this.background, logger.child({ component: 'receipt-timeouts' }), {
+      timeoutHours: options.receiptTimeoutHours,
+      sweepMs: RECEIPT_TIMEOUT_SWEEP_MS,
+    })
+    // A slow carrier gets smaller batches, so a claim is never held long: at most twenty
+    // windows, and at most a quarter second of a rate-limited carrier's pace, which is also
+    // the longest a single send waits for the broadcast batch ahead of it.
+    const ratePerQuarterSecond = options.carrier === 'smpp' && options.smpp ? Math.floor(options.smpp.maxPerSecond / 4) : Infinity
+    const batchSize = Math.min(options.dispatchBatchSize, Math.max(20, Math.min(this.live.window * 20, ratePerQuarterSecond)))
+    this.dispatcher = new Dispatcher(this.background, { live: this.live, sandbox: this.sandbox }, this.receipts, leases, logger.child({ component: 'dispatcher' }), {
       batchSize,
       idlePollMs: 250,
       concurrency: options.dispatchConcurrency,
       wakeDelayMs: 2,
     })
     this.scheduler = new BroadcastScheduler(
-      this.deps,
+      this.background,
       logger.child({ component: 'broadcast-scheduler' }),
       leases,
       (limit) => this.broadcastQueue.resumeAbandoned(limit),
@@ -120,9 +142,9 @@ export class Messaging {
   /** Registers leased work and starts everything; call before leases.start(). */
   async start(): Promise<void> {
     const handlers = (carrier: Carrier) => ({
-      onReceipt: (receipt: Parameters<ReceiptRecorder['record']>[1]) => this.receipts.record(carrier.name, receipt),
+      onReceipt: (receipt: Parameters<ReceiptRecorder['record']>[1]) => this.receipts.record(carrier, receipt),
       onInbound: async (message: Parameters<typeof receiveInbound>[1]) => {
-        const { accountId } = await receiveInbound(this.deps, message)
+        const { accountId } = await receiveInbound(this.background, message)
         if (!accountId) this.logger.warn({ to: message.to }, 'inbound message to a number no account holds; dropped')
       },
     })
@@ -131,14 +153,16 @@ export class Messaging {
     this.dispatcher.register()
     await this.scheduler.start()
     this.dispatcher.start()
+    this.receiptTimeouts.start()
     this.purgeTimer = setInterval(() => {
-      purgeExpired(this.deps.db, this.deps.clock.now()).catch((err: unknown) => this.logger.error({ err }, 'purging idempotency keys failed'))
+      purgeExpired(this.background.db, this.deps.clock.now()).catch((err: unknown) => this.logger.error({ err }, 'purging idempotency keys failed'))
     }, PURGE_EVERY_MS)
     this.purgeTimer.unref()
   }
 
   async stop(): Promise<void> {
     clearInterval(this.purgeTimer)
+    await this.receiptTimeouts.stop()
     await this.scheduler.stop()
     await this.broadcastQueue.stop()
     await this.dispatcher.stop()

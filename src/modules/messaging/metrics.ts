@@ -5,6 +5,7 @@ import type { DB } from '../../platform/db/schema.js'
 import type { Metrics } from '../../platform/metrics/registry.js'
 import type { Carrier } from './carriers/carrier.js'
 import type { SmppCarrier } from './carriers/smpp.js'
+import { broadcastsWaiting, LANE, waitingIn, type Lane } from './dispatch-queue.js'
 
 /** Where a recipient row came from. */
 export type QueuedKind = 'api' | 'broadcast' | 'reply'
@@ -48,6 +49,13 @@ export class MessagingMetrics {
   private readonly batchSeconds: Histogram
   private readonly broadcastRecipients: Histogram
   private readonly inbound: Counter
+  private readonly unmatchedReceipts: Counter<'carrier'>
+  private readonly receiptTimeouts: Counter
+
+  /** Runs one slice of the module's background work, counted in background_slices_total and, when the event loop stalled meanwhile, background_slices_over_20ms_total. */
+  slice<T>(work: 'dispatch' | 'broadcast_queue' | 'receipts', run: () => Promise<T>): Promise<T> {
+    return this.metrics.loop.slice(work, run)
+  }
 
   constructor(private readonly metrics: Metrics) {
     this.queued = metrics.counter({
@@ -76,6 +84,23 @@ export class MessagingMetrics {
       buckets: [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000],
     })
     this.inbound = metrics.counter({ name: 'sms_inbound_messages_total', help: 'Inbound SMS received from a carrier or simulated, for a known number.' })
+    this.unmatchedReceipts = metrics.counter({
+      name: 'sms_receipts_unmatched_total',
+      help: 'Carrier receipts that matched no part awaiting a receipt on their connection (after waiting 30 s for the hand-off to be recorded), dropped.',
+      labelNames: ['carrier'],
+    })
+    this.receiptTimeouts = metrics.counter({
+      name: 'sms_receipt_timeouts_total',
+      help: 'Sent recipients settled without a receipt after RECEIPT_TIMEOUT_HOURS.',
+    })
+  }
+
+  receiptUnmatched(carrier: Carrier['name']): void {
+    this.unmatchedReceipts.inc({ carrier })
+  }
+
+  receiptsTimedOut(count: number): void {
+    if (count > 0) this.receiptTimeouts.inc(count)
   }
 
   recipientsQueued(kind: QueuedKind, count: number): void {
@@ -110,25 +135,34 @@ export class MessagingMetrics {
 
   /** The store-wide queue gauges; read on SQLite's reader thread, through the pool on PostgreSQL. */
   watchQueue(db: Kysely<DB>, readLong: <T>(query: Compilable<T>) => Promise<T[]>, clock: Clock, countCap = QUEUE_COUNT_CAP): void {
-    // Both queries match the predicate of the partial index message_recipients_queue
-    // (status = 'queued' and lease_owner is null) on (due_at, id): the oldest is its first
-    // entry, the count a walk of at most countCap entries.
-    const waiting = () => db.selectFrom('message_recipients').where('status', '=', 'queued').where('lease_owner', 'is', null).where('due_at', '<=', clock.now().toISOString())
+    // Each query matches the predicate of one lane's partial index (dispatch-queue.ts): a
+    // count is a walk of at most countCap entries, the oldest the first entry of the
+    // priority lane or of a broadcast's part of the broadcast lane.
+    const countIn = async (lane: Lane, now: string) => {
+      const capped = waitingIn(db, lane, now).select(sql<number>`1`.as('one')).limit(countCap)
+      const [row] = await readLong(db.selectFrom(capped.as('capped')).select((eb) => eb.fn.countAll<number>().as('n')))
+      return Number(row?.n ?? 0)
+    }
     this.metrics.storeGauge({
       name: 'sms_queued_recipients',
       help: `SMS recipients due and waiting for a dispatcher, counted up to ${countCap} (a larger queue reads ${countCap}). Store-wide: aggregate nodes with max().`,
       read: async () => {
-        const capped = waiting().select(sql<number>`1`.as('one')).limit(countCap)
-        const [row] = await readLong(db.selectFrom(capped.as('capped')).select((eb) => eb.fn.countAll<number>().as('n')))
-        return [{ value: Number(row?.n ?? 0) }]
+        const now = clock.now().toISOString()
+        const counts = await Promise.all([countIn(LANE.priority, now), countIn(LANE.broadcast, now)])
+        return [{ value: Math.min(countCap, counts[0]! + counts[1]!) }]
       },
     })
     this.metrics.storeGauge({
       name: 'sms_oldest_queued_age_seconds',
       help: 'How long the longest-waiting due recipient has waited for a dispatcher since it became due; 0 when none waits. Store-wide: aggregate nodes with max().',
       read: async () => {
-        const [row] = await readLong(waiting().select('due_at').orderBy('due_at').orderBy('id').limit(1))
-        return [{ value: row ? Math.max(0, (clock.now().getTime() - Date.parse(row.due_at)) / 1000) : 0 }]
+        const now = clock.now().toISOString()
+        const priority = readLong(waitingIn(db, LANE.priority, now).select('due_at').orderBy('due_at').orderBy('id').limit(1))
+        const broadcasts = (await broadcastsWaiting(db)).map((messageId) =>
+          readLong(waitingIn(db, LANE.broadcast, now).where('message_id', '=', messageId).select('due_at').orderBy('id').limit(1)),
+        )
+        const firsts = (await Promise.all([priority, ...broadcasts])).flatMap((rows) => rows.map((r) => Date.parse(r.due_at)))
+        return [{ value: firsts.length > 0 ? Math.max(0, (clock.now().getTime() - Math.min(...firsts)) / 1000) : 0 }]
       },
     })
   }

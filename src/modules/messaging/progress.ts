@@ -10,6 +10,8 @@ export interface CounterChange {
   sent?: number
   delivered?: number
   failed?: number
+  /** Sent recipients settled without a receipt (RECEIPT_TIMEOUT_HOURS). */
+  receiptTimeouts?: number
 }
 
 /**
@@ -31,10 +33,11 @@ export class ProgressBatch {
 
   count(messageId: string, broadcastId: string | null, change: CounterChange): void {
     let entry = this.counters.get(messageId)
-    if (!entry) this.counters.set(messageId, (entry = { sent: 0, delivered: 0, failed: 0 }))
+    if (!entry) this.counters.set(messageId, (entry = { sent: 0, delivered: 0, failed: 0, receiptTimeouts: 0 }))
     entry.sent += change.sent ?? 0
     entry.delivered += change.delivered ?? 0
     entry.failed += change.failed ?? 0
+    entry.receiptTimeouts += change.receiptTimeouts ?? 0
     if (broadcastId !== null) this.broadcastMessages.add(messageId)
   }
 
@@ -50,7 +53,7 @@ export class ProgressBatch {
 
   /** Writes the counters, the events, and completes broadcasts whose every recipient is final. */
   async write(trx: Transaction<DB>, at: Date): Promise<void> {
-    const changes = [...this.counters].filter(([, c]) => c.sent !== 0 || c.delivered !== 0 || c.failed !== 0)
+    const changes = [...this.counters].filter(([, c]) => c.sent !== 0 || c.delivered !== 0 || c.failed !== 0 || c.receiptTimeouts !== 0)
     await addToCounters(trx, this.dialect, changes)
     if (this.broadcastMessages.size > 0) await completeBroadcasts(trx, [...this.broadcastMessages], at)
     await emitMany(trx, this.events)
@@ -73,27 +76,30 @@ async function addToCounters(trx: Transaction<DB>, dialect: Dialect, changes: [s
         sent_count: sql`sent_count + ${change.sent}`,
         delivered_count: sql`delivered_count + ${change.delivered}`,
         failed_count: sql`failed_count + ${change.failed}`,
+        ...(change.receiptTimeouts !== 0 ? { receipt_timeout_count: sql`receipt_timeout_count + ${change.receiptTimeouts}` } : {}),
       })
       .where('id', '=', messageId)
       .execute()
     return
   }
   // Casts in every row: PostgreSQL types a VALUES list of bare parameters as text. VALUES
-  // columns are column1..column4 on both stores (SQLite takes no column aliases).
+  // columns are column1..column5 on both stores (SQLite takes no column aliases).
   const rows = changes.map(
-    ([id, c]) => sql`(cast(${id} as text), cast(${c.sent} as integer), cast(${c.delivered} as integer), cast(${c.failed} as integer))`,
+    ([id, c]) =>
+      sql`(cast(${id} as text), cast(${c.sent} as integer), cast(${c.delivered} as integer), cast(${c.failed} as integer), cast(${c.receiptTimeouts} as integer))`,
   )
   const values = sql`(values ${sql.join(rows)}) as v`
   const source = dialect.rowLocks
     ? sql`(select v.* from messages m join ${values} on m.id = v.column1 order by m.id for update of m) as v`
     : values
   await sql`
-    update messages set sent_count = sent_count + v.column2, delivered_count = delivered_count + v.column3, failed_count = failed_count + v.column4
+    update messages set sent_count = sent_count + v.column2, delivered_count = delivered_count + v.column3, failed_count = failed_count + v.column4,
+      receipt_timeout_count = receipt_timeout_count + v.column5
     from ${source}
     where messages.id = v.column1`.execute(trx)
 }
 
-/** A broadcast is completed when every recipient of its message is delivered or failed. */
+/** A broadcast is completed when every recipient of its message is delivered, failed, or settled without a receipt. */
 export async function completeBroadcasts(trx: Transaction<DB>, messageIds: string[], at: Date): Promise<void> {
   const completed = await trx
     .updateTable('broadcasts')
@@ -107,7 +113,7 @@ export async function completeBroadcasts(trx: Transaction<DB>, messageIds: strin
         selectFrom('messages as m')
           .select(sql.lit(1).as('one'))
           .whereRef('m.id', '=', 'broadcasts.message_id')
-          .where(sql<boolean>`m.delivered_count + m.failed_count >= m.recipients`),
+          .where(sql<boolean>`m.delivered_count + m.failed_count + m.receipt_timeout_count >= m.recipients`),
       ),
     )
     .returning(['id', 'account_id', 'name', 'status'])

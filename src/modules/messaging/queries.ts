@@ -11,7 +11,7 @@ export const insertRecipients = createBulkInsert<NewRecipient>({
   columns: ['message_id', 'account_id', 'phone_number', 'status', 'due_at'],
 })
 
-export type NewMessage = Omit<MessagesTable, 'sent_count' | 'delivered_count' | 'failed_count'>
+export type NewMessage = Omit<MessagesTable, 'sent_count' | 'delivered_count' | 'failed_count' | 'receipt_timeout_count'>
 
 export async function insertMessage(trx: Transaction<DB>, row: NewMessage): Promise<void> {
   await trx.insertInto('messages').values(row).execute()
@@ -41,7 +41,7 @@ export function findMessage(db: Handle, accountId: string, messageId: string) {
 export function listRecipients(db: Handle, messageId: string, limit: number) {
   return db
     .selectFrom('message_recipients')
-    .select(['phone_number', 'status', 'carrier_message_id', 'sent_at', 'delivered_at', 'failed_at', 'error'])
+    .select(['phone_number', 'status', 'carrier_message_id', 'sent_at', 'delivered_at', 'failed_at', 'error', 'receipt_timed_out_at'])
     .where('message_id', '=', messageId)
     .orderBy('id')
     .limit(limit)

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely'
+import { sql, type Kysely, type Transaction } from 'kysely'
 import type { Logger } from 'pino'
 import type { Clock } from '../../platform/clock.js'
 import type { Dialect } from '../../platform/db/dialect.js'
@@ -9,8 +9,14 @@ import { deliveryReceipt, smsDelivered, smsFailed } from './events.js'
 import type { MessagingMetrics } from './metrics.js'
 import { ProgressBatch } from './progress.js'
 
+/** Where a receipt came from: its carrier and the link, as parts are matched by both. */
+export interface ReceiptSource {
+  name: Carrier['name']
+  connection: string
+}
+
 interface Pending {
-  carrier: Carrier['name']
+  source: ReceiptSource
   receipt: CarrierReceipt
   firstSeen: number
   done: () => void
@@ -26,6 +32,14 @@ const PER_TRANSACTION = 1000
  * or failed, a recipient is delivered once every part is and failed as soon as one part
  * fails, counters move, and DeliveryReceipt (every new receipt), SmsDelivered and
  * SmsFailed are written. A receipt offered twice changes nothing the second time.
+ *
+ * A carrier's message ids are unique only per connection and only for a while: a receipt
+ * names the newest part its connection was given that id for. If that part has its
+ * receipt already, this one is a repeat; it is never applied to an older part. A receipt
+ * whose part is recorded but whose recipient's hand-off is not yet waits for it, as does
+ * one that matches nothing yet; after UNMATCHED_WAIT_MS it is logged, counted and dropped.
+ * A recipient settled by the receipt timeout stays settled: a late receipt is recorded on
+ * its part only.
  */
 export class ReceiptRecorder {
   private queue: Pending[] = []
@@ -43,9 +57,9 @@ export class ReceiptRecorder {
   ) {}
 
   /** Resolves once the receipt is recorded, or known to match nothing. */
-  record(carrier: Carrier['name'], receipt: CarrierReceipt): Promise<void> {
+  record(source: ReceiptSource, receipt: CarrierReceipt): Promise<void> {
     return new Promise((done, fail) => {
-      this.queue.push({ carrier, receipt, firstSeen: Date.now(), done, fail })
+      this.queue.push({ source, receipt, firstSeen: Date.now(), done, fail })
       this.schedule(this.options.batchDelayMs)
     })
   }
@@ -75,12 +89,16 @@ export class ReceiptRecorder {
   private async flush(): Promise<void> {
     const batch = this.queue.splice(0, PER_TRANSACTION)
     try {
-      const unmatched = await this.write(batch)
+      const unmatched = await this.metrics.slice('receipts', () => this.write(batch))
       const now = Date.now()
       for (const pending of batch) {
         if (!unmatched.has(pending)) pending.done()
         else if (now - pending.firstSeen > UNMATCHED_WAIT_MS) {
-          this.logger.warn({ carrier: pending.carrier, carrierMessageId: pending.receipt.carrierMessageId }, 'receipt matches no part the platform handed over; dropped')
+          this.logger.warn(
+            { carrier: pending.source.name, connection: pending.source.connection, carrierMessageId: pending.receipt.carrierMessageId },
+            'receipt matches no part awaiting a receipt on its connection; dropped',
+          )
+          this.metrics.receiptUnmatched(pending.source.name)
           pending.done()
         } else this.queue.push(pending)
       }
@@ -97,42 +115,50 @@ export class ReceiptRecorder {
     const moves = this.metrics.tally()
     await this.db.transaction().execute(async (trx) => {
       const progress = new ProgressBatch(this.demand, this.dialect)
-      const byCarrier = groupBy(batch, (p) => p.carrier)
-      for (const [carrier, group] of byCarrier) {
-        const parts = await trx
-          .selectFrom('carrier_parts as p')
-          .innerJoin('message_recipients as r', 'r.id', 'p.recipient_id')
-          .innerJoin('messages as m', 'm.id', 'r.message_id')
-          .select(['p.carrier_message_id', 'p.status as part_status', 'r.id as recipient_id', 'r.status', 'r.message_id', 'r.account_id', 'r.phone_number', 'm.kind', 'm.broadcast_id', 'm.segments'])
-          .where('p.carrier', '=', carrier)
-          .where('p.carrier_message_id', 'in', group.map((p) => p.receipt.carrierMessageId))
-          .execute()
-        const partById = new Map(parts.map((p) => [p.carrier_message_id, p]))
+      const bySource = groupBy(batch, (p) => `${p.source.name}\n${p.source.connection}`)
+      for (const group of bySource.values()) {
+        const { name: carrier, connection } = group[0]!.source
+        const parts = await partsNamed(trx, this.dialect, carrier, connection, group.map((p) => p.receipt.carrierMessageId))
+        const partById = new Map<string, (typeof parts)[number]>()
+        for (const part of parts) if (!partById.has(part.carrier_message_id)) partById.set(part.carrier_message_id, part)
         const partByRecipient = new Map(parts.map((p) => [Number(p.recipient_id), p]))
         const deliveredParts = new Map<number, number>()
         const failedRecipients = new Map<number, { error: string; at: Date; part: (typeof parts)[number] }>()
         const seen = new Set<string>()
-        const partsByStatus = new Map<CarrierReceipt['status'], string[]>()
+        const partsByStatus = new Map<CarrierReceipt['status'], [recipientId: number, sequence: number][]>()
         for (const pending of group) {
           const part = partById.get(pending.receipt.carrierMessageId)
-          if (!part) continue
+          // Recorded as the carrier accepted it, but its recipient's hand-off not yet: wait for it.
+          if (!part || (part.part_status === 'sent' && part.status === 'queued')) continue
           unmatched.delete(pending)
           // A receipt offered again, or a second copy in this batch: already recorded.
           if (part.part_status !== 'sent' || seen.has(part.carrier_message_id)) continue
           seen.add(part.carrier_message_id)
           const { receipt } = pending
           const sameStatus = partsByStatus.get(receipt.status)
-          if (sameStatus) sameStatus.push(part.carrier_message_id)
-          else partsByStatus.set(receipt.status, [part.carrier_message_id])
+          const key: [number, number] = [Number(part.recipient_id), part.sequence]
+          if (sameStatus) sameStatus.push(key)
+          else partsByStatus.set(receipt.status, [key])
           const ref = { messageId: part.message_id, accountId: part.account_id, phoneNumber: part.phone_number }
           await progress.event(deliveryReceipt(ref, receipt), part.kind === 'broadcast')
+          // Settled by the receipt timeout already: the part is recorded, the recipient stays.
+          if (part.receipt_timed_out_at !== null) continue
           const recipientId = Number(part.recipient_id)
           if (receipt.status === 'delivered') deliveredParts.set(recipientId, (deliveredParts.get(recipientId) ?? 0) + 1)
           else if (!failedRecipients.has(recipientId)) failedRecipients.set(recipientId, { error: receipt.error ?? 'failed at the carrier', at: receipt.receivedAt, part })
         }
         // One statement per status rather than one per part: a busy SMSC sends thousands a second.
-        for (const [status, ids] of partsByStatus) {
-          await trx.updateTable('carrier_parts').set({ status }).where('carrier', '=', carrier).where('carrier_message_id', 'in', ids).execute()
+        // By sequence, so each statement looks parts up by the key (recipient_id, sequence):
+        // a row-value IN list is planned as a scan of the table on PostgreSQL.
+        for (const [status, keys] of partsByStatus) {
+          for (const [sequence, group] of groupBy(keys, ([, sequence]) => sequence)) {
+            await trx
+              .updateTable('carrier_parts')
+              .set({ status })
+              .where('recipient_id', 'in', group.map(([recipientId]) => recipientId))
+              .where('sequence', '=', sequence)
+              .execute()
+          }
         }
 
         for (const [recipientId, { error, at, part }] of failedRecipients) {
@@ -141,6 +167,7 @@ export class ReceiptRecorder {
             .set({ status: 'failed', failed_at: at.toISOString(), error })
             .where('id', '=', recipientId)
             .where('status', '=', 'sent')
+            .where('receipt_timed_out_at', 'is', null)
             .executeTakeFirst()
           if (Number(moved.numUpdatedRows) === 0) continue
           moves.add({ from: 'sent', to: 'failed' }, carrier)
@@ -165,6 +192,7 @@ export class ReceiptRecorder {
             })
             .where('id', 'in', entries.map(([id]) => id))
             .where('status', '=', 'sent')
+            .where('receipt_timed_out_at', 'is', null)
             .returning(['id', 'status', 'message_id', 'account_id', 'phone_number'])
             .execute()
           for (const row of delivered) {
@@ -181,6 +209,29 @@ export class ReceiptRecorder {
     moves.record()
     return unmatched
   }
+}
+
+/**
+ * The parts a link's message ids name, with their recipients and messages. Newest first
+ * (recipient ids grow with time): the first row for an id is the part that id now names on
+ * this link. '*' is a part recorded before connections were kept. On PostgreSQL one lookup
+ * per id (LATERAL), each a probe of the receipt index, whatever the table's statistics.
+ */
+async function partsNamed(trx: Transaction<DB>, dialect: Dialect, carrier: string, connection: string, ids: string[]) {
+  const parts = trx
+    .selectFrom('carrier_parts as p')
+    .innerJoin('message_recipients as r', 'r.id', 'p.recipient_id')
+    .innerJoin('messages as m', 'm.id', 'r.message_id')
+    .select(['p.sequence', 'p.carrier_message_id', 'p.status as part_status', 'r.id as recipient_id', 'r.status', 'r.receipt_timed_out_at', 'r.message_id', 'r.account_id', 'r.phone_number', 'm.kind', 'm.broadcast_id', 'm.segments'])
+    .where('p.carrier', '=', carrier)
+    .where('p.connection', 'in', [connection, '*'])
+    .orderBy('p.recipient_id', 'desc')
+    .orderBy('p.sequence', 'desc')
+  if (!dialect.lateralJoins) return parts.where('p.carrier_message_id', 'in', ids).execute()
+  type Part = Awaited<ReturnType<typeof parts.execute>>[number]
+  const newest = parts.where(sql<boolean>`p.carrier_message_id = ids.column1`).limit(1)
+  const { rows } = await sql<Part>`select part.* from ${dialect.rowsTable('ids', ['text'], ids.map((id) => [id]))} cross join lateral (${newest}) as part`.execute(trx)
+  return rows
 }
 
 // Map.groupBy arrives in Node 21.

@@ -51,6 +51,9 @@ export const SmsRecipient = Type.Object({
   deliveredAt: Nullable(Timestamp),
   failedAt: Nullable(Timestamp),
   error: Nullable(Type.String()),
+  receiptTimedOutAt: Type.Union([Timestamp, Type.Null()], {
+    description: 'Set when no receipt came within RECEIPT_TIMEOUT_HOURS (72 by default) of sentAt: the recipient stays sent and counts as settled',
+  }),
 })
 
 const MessageFields = {
@@ -66,6 +69,7 @@ const MessageFields = {
   sent: Type.Integer({ description: 'Recipients handed to the carrier' }),
   delivered: Type.Integer(),
   failed: Type.Integer(),
+  receiptTimedOut: Type.Integer({ description: 'Recipients sent whose receipt never came within RECEIPT_TIMEOUT_HOURS; they count as settled' }),
   scheduledAt: Nullable(Timestamp),
   createdAt: Timestamp,
 }

@@ -137,6 +137,7 @@ function toListItem(row: queries.MessageRow): SmsListItem {
     sent: Number(row.sent_count),
     delivered: Number(row.delivered_count),
     failed: Number(row.failed_count),
+    receiptTimedOut: Number(row.receipt_timeout_count),
     scheduledAt: row.scheduled_at,
     createdAt: row.created_at,
   }
@@ -163,6 +164,7 @@ export async function getMessage(deps: MessagingDeps, accountId: string, message
       deliveredAt: r.delivered_at,
       failedAt: r.failed_at,
       error: r.error,
+      receiptTimedOutAt: r.receipt_timed_out_at,
     })),
   }
 }

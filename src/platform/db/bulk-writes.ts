@@ -33,7 +33,7 @@ export type BulkWriterTarget =
        * One Int32: how many statements on the requests' connection are waiting for the
        * write lock. The bulk writer lets them have it before its next transaction.
        */
-      lockWaiters: SharedArrayBuffer
+      lockSignals: SharedArrayBuffer
     }
   | { kind: 'postgres'; url: string; schema: string | undefined }
 

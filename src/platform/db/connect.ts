@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import SQLite from 'better-sqlite3'
+import SQLite from './sqlite-binding.js'
 import {
   Kysely,
   PostgresDialect,
@@ -19,6 +19,7 @@ import { PipelinedReads } from './pg-pipeline.js'
 import { runPreparedQueriesDirectly } from './prepared.js'
 import type { DB } from './schema.js'
 import { NonBlockingSqliteDialect, type DriverDatabase } from './sqlite-driver.js'
+import { announceRelease, lockWaiting, newLockSignals, standBackForWaiters } from './sqlite-lock-signals.js'
 import { SqliteMaintenance, type MaintenanceOptions } from './sqlite-maintenance-client.js'
 import { SqliteReader } from './sqlite-reader-client.js'
 import { SqliteWriter, SqliteWriterDialect } from './sqlite-writer-client.js'
@@ -72,20 +73,17 @@ export function openBulkWriter(target: BulkWriterTarget): BulkWriter {
     return { db, dialect: postgresDialect, pace: connectedStorePace, close: () => db.destroy() }
   }
   const database = openSecondarySqlite(target.path)
-  const lockWaiters = new Int32Array(target.lockWaiters)
-  const db = new Kysely<DB>({ dialect: new NonBlockingSqliteDialect(database, LOCK_TIMEOUT_MS) })
+  const lockSignals = new Int32Array(target.lockSignals)
+  const db = new Kysely<DB>({ dialect: new NonBlockingSqliteDialect(database, LOCK_TIMEOUT_MS, undefined, () => announceRelease(lockSignals)) })
   return {
     db,
     dialect: sqliteDialect,
     // A transaction holds the write lock from begin to commit: a request that writes
     // meanwhile waits for it, so transactions stay as short as on the main thread.
-    pace: () => new BlockingStorePace(async () => standBackForWaiters(lockWaiters), BULK_TRANSACTION_MS),
+    pace: () => new BlockingStorePace(async () => standBackForWaiters(lockSignals), BULK_TRANSACTION_MS),
     close: () => db.destroy(),
   }
 }
-
-// The longest a bulk writer stands back for waiting requests before each transaction.
-const MAX_STAND_BACK_MS = 1_000
 
 /**
  * A second connection to the SQLite file, for a worker thread (a bulk writer, the writer
@@ -100,14 +98,6 @@ export function openSecondarySqlite(path: string): DriverDatabase {
   database.pragma('wal_autocheckpoint = 0')
   database.pragma(`journal_size_limit = ${MAINTENANCE.limitFrames * 4096}`)
   return withStatementCache(database)
-}
-
-/** Blocks a writer's thread (never the main one) while statements of the requests' connection wait for the lock. */
-export function standBackForWaiters(lockWaiters: Int32Array): void {
-  const deadline = Date.now() + MAX_STAND_BACK_MS
-  for (let waiting = Atomics.load(lockWaiters, 0); waiting > 0 && Date.now() < deadline; waiting = Atomics.load(lockWaiters, 0)) {
-    Atomics.wait(lockWaiters, 0, waiting, 5)
-  }
 }
 
 /** Settings every connection to the SQLite file shares. */
@@ -143,9 +133,9 @@ function openSqlite(path: string): Store {
   const maintenance = path === ':memory:' ? undefined : new SqliteMaintenance(path, MAINTENANCE, () => database.pragma('wal_autocheckpoint = 1000'))
   if (maintenance) database.pragma('wal_autocheckpoint = 0')
   database.pragma(`journal_size_limit = ${MAINTENANCE.limitFrames * 4096}`)
-  const lockWaiters = path === ':memory:' ? undefined : new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT)
+  const lockBuffer = path === ':memory:' ? undefined : newLockSignals()
   const db = new Kysely<DB>({
-    dialect: new NonBlockingSqliteDialect(withStatementCache(database), LOCK_TIMEOUT_MS, lockWaiters && new Int32Array(lockWaiters)),
+    dialect: new NonBlockingSqliteDialect(withStatementCache(database), LOCK_TIMEOUT_MS, lockBuffer && new Int32Array(lockBuffer)),
   })
   // A bulk writer has a connection of its own on a worker thread (openBulkWriter); it
   // waits here, between batches, for the checkpoints when the log has grown long. In
@@ -158,16 +148,16 @@ function openSqlite(path: string): Store {
       if (maintenance) await maintenance.analyze(table)
       await sql`analyze ${sql.raw(maintenance ? 'sqlite_schema' : `"${table}"`)}`.execute(db)
     },
-    ...(lockWaiters ? { writer: { kind: 'sqlite', path, lockWaiters } } : {}),
+    ...(lockBuffer ? { writer: { kind: 'sqlite', path, lockSignals: lockBuffer } } : {}),
   })
   // Started once the file exists. An in-memory database lives on one connection only;
   // there the main connection serves long reads too.
   const reader = path === ':memory:' ? undefined : new SqliteReader(path)
-  const writer = lockWaiters && new SqliteWriterDialect(new SqliteWriter({ path, lockWaiters }), (seconds) => waits.record(seconds))
+  const writer = lockBuffer && new SqliteWriterDialect(new SqliteWriter({ path, lockSignals: lockBuffer }), (seconds) => waits.record(seconds))
   const background = writer ? new Kysely<DB>({ dialect: writer }) : db
-  const lockWaiting = lockWaiters && new Int32Array(lockWaiters)
+  const lockSignals = lockBuffer && new Int32Array(lockBuffer)
   const waits = new StoreWaits(
-    () => (reader?.queued ?? 0) + (writer?.waiting ?? 0) + (lockWaiting ? Atomics.load(lockWaiting, 0) : 0),
+    () => (reader?.queued ?? 0) + (writer?.waiting ?? 0) + (lockSignals ? lockWaiting(lockSignals) : 0),
     () => (reader?.running ?? 0) + (writer?.busy ?? 0),
   )
   if (reader) reader.onWait = (seconds) => waits.record(seconds)

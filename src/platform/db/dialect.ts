@@ -32,6 +32,13 @@ export interface Dialect {
    */
   readonly writableCtes: boolean
   /**
+   * Whether a FROM item may be a LATERAL subquery, run once per row before it: a lookup
+   * per value of a list that the planner cannot turn into a scan of the whole table, as
+   * PostgreSQL did with an IN list of a thousand values on a table a few hundred thousand
+   * rows long (SQLite looks each value of an IN list up in the index anyway).
+   */
+  readonly lateralJoins: boolean
+  /**
    * Tail of a SELECT that claims rows several nodes may race for: PostgreSQL locks them and
    * passes over rows another transaction holds; SQLite has one writer, so nothing is needed.
    */
@@ -88,7 +95,7 @@ export interface Dialect {
 export type ColumnType = 'text' | 'integer'
 
 /**
- * Rows as one JSON text, for PostgreSQL's jsonb_array_elements(): JSON.stringify runs in
+ * Rows as one JSON text, for PostgreSQL's jsonb_array_elements() and SQLite's json_each(): JSON.stringify runs in
  * native code, where pg builds an array literal per column in JavaScript, element by
  * element, on the calling thread (several milliseconds for a thousand rows). A lone
  * surrogate, which JSON.stringify writes as an escape PostgreSQL's JSON refuses, becomes
@@ -220,6 +227,7 @@ export const sqliteDialect: Dialect = {
   outboxOrder: ['id'],
   rowLocks: false,
   writableCtes: false,
+  lateralJoins: false,
   forUpdateSkipLocked: () => sql``,
   toJson: (value) => JSON.stringify(value),
   fromJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,
@@ -249,10 +257,13 @@ export const sqliteDialect: Dialect = {
   // AUTOINCREMENT keeps the high-water mark in sqlite_sequence, even after the rows are gone.
   lastIssuedId: (table) => sql<number | null>`(select seq from sqlite_sequence where name = ${table})`,
   // The rows travel as one JSON text: a VALUES list of a thousand rows was ten thousand
-  // parameters for Kysely to compile on the calling thread, milliseconds at a time.
+  // parameters for Kysely to compile on the calling thread, milliseconds at a time. A lone
+  // surrogate becomes U+FFFD first, as a string parameter does: SQLite would decode its
+  // escape to bytes that are not UTF-8, which the two better-sqlite3 majors read back
+  // differently.
   rowsTable: (alias, types, rows) => {
     const columns = types.map((_, i) => sql.raw(`value ->> ${i} as column${i + 1}`))
-    return sql`(select ${sql.join(columns)} from json_each(${JSON.stringify(rows)})) as ${sql.ref(alias)}`
+    return sql`(select ${sql.join(columns)} from json_each(${rowsJson(rows)})) as ${sql.ref(alias)}`
   },
 }
 
@@ -288,6 +299,7 @@ export const postgresDialect: Dialect = {
   outboxOrder: ['tx_id', 'id'],
   rowLocks: true,
   writableCtes: true,
+  lateralJoins: true,
   forUpdateSkipLocked: () => sql`for update skip locked`,
   toJson: (value) => JSON.stringify(value),
   fromJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,

@@ -136,6 +136,8 @@ export interface MessagesTable {
   sent_count: Generated<number>
   delivered_count: Generated<number>
   failed_count: Generated<number>
+  /** Recipients settled as sent without a receipt. */
+  receipt_timeout_count: Generated<number>
   scheduled_at: string | null
   created_at: string
 }
@@ -157,10 +159,16 @@ export interface MessageRecipientsTable {
   error: string | null
   lease_owner: string | null
   lease_expires_at: string | null
+  /** Set when no receipt came within RECEIPT_TIMEOUT_HOURS: the recipient stays sent, settled. */
+  receipt_timed_out_at: Generated<string | null>
+  /** The dispatch queue it waits in: 0 single sends and replies (first), 1 broadcast recipients (shared among broadcasts). */
+  lane: Generated<number>
 }
 
 export interface CarrierPartsTable {
   carrier: string
+  /** The link that handed the part over (smpp system_id@host:port, or the simulator's name); '*' before it was kept. */
+  connection: string
   carrier_message_id: string
   recipient_id: number
   sequence: number

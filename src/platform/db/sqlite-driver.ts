@@ -7,6 +7,8 @@ import {
   type QueryResult,
   type SqliteDatabase,
 } from 'kysely'
+import { isAheadOfOthers } from './connection-priority.js'
+import { LockWait, releases } from './sqlite-lock-signals.js'
 
 /** The better-sqlite3 database as the driver uses it: whether a transaction is open decides whether a busy statement may wait. */
 export type DriverDatabase = SqliteDatabase & { readonly inTransaction: boolean }
@@ -26,28 +28,32 @@ export type DriverDatabase = SqliteDatabase & { readonly inTransaction: boolean 
  * connection committed since the transaction's first read. With the lock taken at BEGIN,
  * a statement inside a transaction never finds it taken.
  *
- * `lockWaiters` (one Int32, shared with a bulk writer's thread) counts the statements
- * waiting for the lock right now: a bulk writer that sees it above zero lets them have
- * the lock before its next transaction, instead of taking it again at once, so a
- * request waits for one bulk transaction at most.
+ * `lockSignals` (sqlite-lock-signals.ts, shared with the writer thread and bulk writers)
+ * counts the statements waiting for the lock right now: a writer that sees it above zero
+ * lets them have the lock before its next transaction, instead of taking it again at
+ * once, so a request waits for one background transaction at most; and it wakes them as
+ * soon as that transaction ends.
  */
 export class NonBlockingSqliteDialect extends SqliteDialect {
   constructor(
     private readonly database: DriverDatabase,
     private readonly lockTimeoutMs: number,
-    private readonly lockWaiters?: Int32Array,
+    private readonly lockSignals?: Int32Array,
+    /** Called when a transaction on this connection has ended: a bulk writer announces it to the requests' connection. */
+    private readonly onTransactionEnd?: () => void,
   ) {
     super({ database })
   }
 
   override createDriver(): Driver {
-    return new NonBlockingSqliteDriver(this.database, this.lockTimeoutMs, this.lockWaiters)
+    return new NonBlockingSqliteDriver(this.database, this.lockTimeoutMs, this.lockSignals, this.onTransactionEnd)
   }
 }
 
 /**
  * What the SQLite drivers share: one connection, which queries and transactions take in
- * turn (waiting until it is released), and savepoints by name.
+ * turn (waiting until it is released; those run under aheadOfOthers first), and
+ * savepoints by name.
  */
 export abstract class OneConnectionDriver<C extends DatabaseConnection> implements Driver {
   protected readonly mutex = new ConnectionMutex()
@@ -60,7 +66,7 @@ export abstract class OneConnectionDriver<C extends DatabaseConnection> implemen
 
   async acquireConnection(): Promise<DatabaseConnection> {
     const started = performance.now()
-    await this.mutex.lock()
+    await this.mutex.lock(isAheadOfOthers())
     this.onWait?.((performance.now() - started) / 1000)
     return this.connection
   }
@@ -103,10 +109,11 @@ class NonBlockingSqliteDriver extends OneConnectionDriver<NonBlockingSqliteConne
   constructor(
     private readonly database: DriverDatabase,
     lockTimeoutMs: number,
-    lockWaiters: Int32Array | undefined,
+    lockSignals: Int32Array | undefined,
+    private readonly onTransactionEnd: (() => void) | undefined,
   ) {
     super()
-    this.connection = new NonBlockingSqliteConnection(database, this.mutex, lockTimeoutMs, lockWaiters)
+    this.connection = new NonBlockingSqliteConnection(database, this.mutex, lockTimeoutMs, lockSignals)
   }
 
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
@@ -114,11 +121,19 @@ class NonBlockingSqliteDriver extends OneConnectionDriver<NonBlockingSqliteConne
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('commit'))
+    try {
+      await connection.executeQuery(CompiledQuery.raw('commit'))
+    } finally {
+      this.onTransactionEnd?.()
+    }
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('rollback'))
+    try {
+      await connection.executeQuery(CompiledQuery.raw('rollback'))
+    } finally {
+      this.onTransactionEnd?.()
+    }
   }
 
   async destroy(): Promise<void> {
@@ -133,14 +148,16 @@ class NonBlockingSqliteConnection implements DatabaseConnection {
     private readonly database: DriverDatabase,
     private readonly mutex: ConnectionMutex,
     private readonly lockTimeoutMs: number,
-    private readonly lockWaiters: Int32Array | undefined,
+    private readonly lockSignals: Int32Array | undefined,
   ) {}
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     const { sql, parameters } = compiledQuery
     let deadline: number | undefined
+    let wait: LockWait | undefined
     try {
       for (let attempt = 0; ; attempt++) {
+        const releasesSeen = this.lockSignals ? releases(this.lockSignals) : 0
         try {
           const statement = this.database.prepare(sql)
           if (statement.reader) return { rows: statement.all(parameters) as R[] }
@@ -154,22 +171,20 @@ class NonBlockingSqliteConnection implements DatabaseConnection {
           // Inside a transaction this connection holds the write lock already: a busy
           // error there is not a wait for the lock, and retrying would not end it.
           if (!isBusy(err) || this.database.inTransaction) throw err
-          if (deadline === undefined) {
-            deadline = Date.now() + this.lockTimeoutMs
-            if (this.lockWaiters) Atomics.add(this.lockWaiters, 0, 1)
-          }
+          deadline ??= Date.now() + this.lockTimeoutMs
           if (Date.now() >= deadline) throw err
-          // The statement did nothing: the connection serves others while this one waits.
+          // The statement did nothing: the connection serves others while this one waits,
+          // until a writer on another thread lets the lock go, or the retry timer ends
+          // (the lock may be held by a connection that does not announce its release).
           this.mutex.unlock()
-          await new Promise((resolve) => setTimeout(resolve, Math.min(2 ** attempt, MAX_RETRY_MS)))
-          await this.mutex.lock()
+          if (this.lockSignals) wait ??= new LockWait(this.lockSignals)
+          const retryMs = Math.min(2 ** attempt, MAX_RETRY_MS)
+          await (wait ? wait.until(releasesSeen, retryMs) : new Promise((resolve) => setTimeout(resolve, retryMs)))
+          await this.mutex.lock(isAheadOfOthers())
         }
       }
     } finally {
-      if (deadline !== undefined && this.lockWaiters) {
-        Atomics.sub(this.lockWaiters, 0, 1)
-        Atomics.notify(this.lockWaiters, 0)
-      }
+      wait?.end()
     }
   }
 
@@ -190,17 +205,18 @@ function isBusy(err: unknown): boolean {
 class ConnectionMutex {
   private locked = false
   private readonly waiting: (() => void)[] = []
+  private readonly waitingFirst: (() => void)[] = []
 
-  lock(): Promise<void> {
+  lock(first = false): Promise<void> {
     if (!this.locked) {
       this.locked = true
       return Promise.resolve()
     }
-    return new Promise((resolve) => this.waiting.push(resolve))
+    return new Promise((resolve) => (first ? this.waitingFirst : this.waiting).push(resolve))
   }
 
   unlock(): void {
-    const next = this.waiting.shift()
+    const next = this.waitingFirst.shift() ?? this.waiting.shift()
     if (next) next()
     else this.locked = false
   }
@@ -212,7 +228,7 @@ class ConnectionMutex {
 
   /** How many wait for it. */
   get queued(): number {
-    return this.waiting.length
+    return this.waitingFirst.length + this.waiting.length
   }
 }
 

@@ -12,7 +12,7 @@
  *   a write on the main connection waits for one index at most.
  */
 import { parentPort, workerData } from 'node:worker_threads'
-import SQLite from 'better-sqlite3'
+import SQLite from './sqlite-binding.js'
 import { BACKGROUND_NICE, lowerThreadPriority } from '../thread-priority.js'
 
 export interface CheckpointStatus {

@@ -5,7 +5,7 @@
  * in WAL mode this reader sees every committed write and never blocks the writer.
  */
 import { parentPort, workerData } from 'node:worker_threads'
-import SQLite from 'better-sqlite3'
+import SQLite from './sqlite-binding.js'
 
 interface ReadRequest {
   id: number

@@ -4,7 +4,7 @@
 export interface WriterTarget {
   path: string
   /** The count of statements on the requests' connection waiting for the write lock (one Int32). */
-  lockWaiters: SharedArrayBuffer
+  lockSignals: SharedArrayBuffer
 }
 
 /** A statement; with `begin`, the first of a transaction, which begins (IMMEDIATE) just before it. */

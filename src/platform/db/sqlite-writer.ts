@@ -11,12 +11,13 @@
  * lets statements of the requests' connection that are waiting for it go first.
  */
 import { parentPort, workerData } from 'node:worker_threads'
-import { openSecondarySqlite, standBackForWaiters } from './connect.js'
+import { openSecondarySqlite } from './connect.js'
+import { announceRelease, standBackForWaiters } from './sqlite-lock-signals.js'
 import type { WriterReply, WriterRequest, WriterTarget } from './sqlite-writer-protocol.js'
 
-const { path, lockWaiters } = workerData as WriterTarget
+const { path, lockSignals } = workerData as WriterTarget
 const database = openSecondarySqlite(path)
-const waiters = new Int32Array(lockWaiters)
+const signals = new Int32Array(lockSignals)
 const port = parentPort!
 
 port.on('message', (request: WriterRequest) => {
@@ -35,13 +36,22 @@ function run({ id, sql, parameters, begin }: Extract<WriterRequest, { type: 'run
     const statement = database.prepare(sql)
     // A write outside a transaction takes the lock, as a transaction's begin does; a read
     // takes none and never waits.
-    if (begin || (!statement.reader && !database.inTransaction)) standBackForWaiters(waiters)
+    const takesLock = begin || (!statement.reader && !database.inTransaction)
+    if (takesLock) standBackForWaiters(signals)
     if (begin) database.prepare(BEGIN).run([])
     if (statement.reader) {
       port.postMessage({ type: 'rows', id, rows: statement.all(parameters), inTransaction: database.inTransaction } satisfies WriterReply)
       return
     }
-    const { changes, lastInsertRowid } = statement.run(parameters)
+    const held = takesLock || database.inTransaction
+    let changed: ReturnType<typeof statement.run>
+    try {
+      changed = statement.run(parameters)
+    } finally {
+      // A commit, a rollback or a write on its own has let the lock go.
+      if (held && !database.inTransaction) announceRelease(signals)
+    }
+    const { changes, lastInsertRowid } = changed
     port.postMessage({ type: 'changed', id, changes, lastInsertRowid, inTransaction: database.inTransaction } satisfies WriterReply)
   } catch (err) {
     const code = err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : undefined

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type GaugeConfiguration, type HistogramConfiguration } from 'prom-client'
 import type { Logger } from 'pino'
 import { EventLoopLag } from './event-loop.js'
+import { LoopStalls } from './loop-stalls.js'
 
 /** One value of a gauge read from the store, with its labels (closed sets only). */
 export interface GaugeSample<L extends string> {
@@ -43,6 +44,8 @@ export class Metrics {
   readonly enabled: boolean
   private readonly storeReadIntervalMs: number
   private readonly lag: EventLoopLag | undefined
+  /** Background work runs its slices through this: see LoopStalls. */
+  readonly loop: LoopStalls
 
   constructor(
     private readonly logger: Logger,
@@ -56,6 +59,7 @@ export class Metrics {
       collectDefaultMetrics({ register: this.registry })
       this.lag = new EventLoopLag(this.registry)
     }
+    this.loop = new LoopStalls(this.registry, this.enabled)
   }
 
   counter<L extends string = never>(config: Omit<CounterConfiguration<L>, 'registers'>): Counter<L> {
@@ -102,6 +106,7 @@ export class Metrics {
 
   stop(): void {
     this.lag?.stop()
+    this.loop.stop()
   }
 }
 

@@ -197,7 +197,7 @@ export class OutboxRelay {
   }
 
   private async passOne(consumer: OutboxConsumer, options: PassOptions): Promise<number> {
-    const relayed = await this.relayBatch(consumer, options)
+    const relayed = await this.options.metrics.loop.slice(`outbox_${consumer.name}`, () => this.relayBatch(consumer, options))
     if (relayed > 0) this.relayed.inc({ consumer: consumer.name }, relayed)
     return relayed
   }

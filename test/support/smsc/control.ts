@@ -5,12 +5,17 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import type { InboundSpec, ReceiptMode, SmscState } from './smsc.js'
+import type { InboundSpec, ReceiptMode, SmscState, SubmitStats } from './smsc.js'
 
-export type { AcceptedSubmit, InboundSpec, SmscState } from './smsc.js'
+export type { AcceptedSubmit, InboundSpec, SmscState, SubmitStats } from './smsc.js'
 
 const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url))
 const COMMAND_TIMEOUT_MS = 10_000
+
+export interface SmscOptions {
+  /** The message id of the first accepted submit (ids count up from it, written in hex); 0x5A000000 by default. */
+  firstMessageId?: number
+}
 
 interface Waiter {
   resolve(result: unknown): void
@@ -28,8 +33,10 @@ export class TestSmsc {
   ) {}
 
   /** Spawns the SMSC accepting these credentials and waits until it listens. */
-  static async start(credentials: { systemId: string; password: string }): Promise<TestSmsc> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/smsc/smsc.ts', credentials.systemId, credentials.password], {
+  static async start(credentials: { systemId: string; password: string }, options: SmscOptions = {}): Promise<TestSmsc> {
+    const args = ['--import', 'tsx', 'test/support/smsc/smsc.ts', credentials.systemId, credentials.password]
+    if (options.firstMessageId !== undefined) args.push(String(checkedMessageId(options.firstMessageId)))
+    const child = spawn(process.execPath, args, {
       cwd: REPO_ROOT,
       env: { PATH: process.env.PATH, HOME: process.env.HOME },
     })
@@ -108,6 +115,29 @@ export class TestSmsc {
     return this.call({ command: 'state' })
   }
 
+  /**
+   * The next accepted submit gets this id, the ones after it count up from there: as an
+   * SMSC restarted with its ids starting over, or a second SMSC handing out the same ones.
+   */
+  async setNextMessageId(messageId: number): Promise<void> {
+    return this.call({ command: 'setNextMessageId', messageId: checkedMessageId(messageId) })
+  }
+
+  /** Answers every submit_sm this long after it arrived (0, the default: at once); it is recorded on arrival. */
+  setSubmitLatency(ms: number): Promise<void> {
+    return this.call({ command: 'setSubmitLatency', ms })
+  }
+
+  /** Sends each receipt this long after its submit was answered (10 ms by default). */
+  setReceiptDelay(ms: number): Promise<void> {
+    return this.call({ command: 'setReceiptDelay', ms })
+  }
+
+  /** Counts of what was accepted, without the submits themselves. */
+  submitStats(): Promise<SubmitStats> {
+    return this.call({ command: 'submitStats' })
+  }
+
   async stop(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return
     const exited = new Promise((resolve) => this.child.once('exit', resolve))
@@ -148,4 +178,10 @@ export class TestSmsc {
     for (const waiter of this.waiters.values()) waiter.reject(error)
     this.waiters.clear()
   }
+}
+
+/** Message ids are written in hex into at most 65 octets; a safe integer keeps them exact. */
+function checkedMessageId(messageId: number): number {
+  if (!Number.isSafeInteger(messageId) || messageId < 0) throw new RangeError(`message id must be a non-negative safe integer, got ${messageId}`)
+  return messageId
 }

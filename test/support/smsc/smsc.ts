@@ -1,7 +1,8 @@
 /**
  * A test SMSC speaking SMPP 3.4 on 127.0.0.1, run as a process of its own so the adapter
  * under test meets a real peer over a real socket. Arguments: the system_id and password
- * it accepts. It prints {"event":"ready","port":N} once listening, then takes one JSON
+ * it accepts, and optionally the first message id it hands out (a number; 0x5A000000 when
+ * left out). It prints {"event":"ready","port":N} once listening, then takes one JSON
  * command per stdin line and answers each with one stdout line (see control.ts). It exits
  * when stdin closes, so it never outlives the test that started it.
  *
@@ -11,7 +12,9 @@
 import { createInterface } from 'node:readline'
 import smpp from 'smpp'
 
-const [systemId = '', password = ''] = process.argv.slice(2)
+const [systemId = '', password = '', firstMessageId] = process.argv.slice(2)
+const DEFAULT_FIRST_MESSAGE_ID = 0x5a000000
+const startedAt = performance.now()
 
 const ESME_ROK = 0x00
 const ESME_RINVBNDSTS = 0x04
@@ -38,6 +41,21 @@ export interface AcceptedSubmit {
   udh: string | null
   concat: { reference: number; total: number; sequence: number } | null
   text: string
+  /** The connection it came on: 1 for the first connection the SMSC accepted, and so on. */
+  session?: number
+  /** When it was accepted, in ms since the SMSC started. */
+  atMs?: number
+}
+
+/** Counts of accepted submits, small enough to ask for often. */
+export interface SubmitStats {
+  accepted: number
+  /** Distinct (destinationAddr, concat sequence) pairs; a part without concatenation counts as sequence 1. */
+  distinctParts: number
+  /** Accepted submits per connection, by session number. */
+  bySession: Record<number, number>
+  /** Parts accepted more than once, with the session of each acceptance in order. */
+  repeated: { destinationAddr: string; sequence: number; count: number; sessions: number[] }[]
 }
 
 export interface SmscState {
@@ -69,7 +87,8 @@ export interface InboundSpec {
 
 let state: SmscState = emptyState()
 let behaviour = defaultBehaviour()
-let nextMessageId = 0x5a000000
+let nextMessageId = firstMessageId === undefined ? DEFAULT_FIRST_MESSAGE_ID : Number(firstMessageId)
+let sessionsAccepted = 0
 const bound = new Set<smpp.Session>()
 
 function emptyState(): SmscState {
@@ -84,6 +103,10 @@ function defaultBehaviour() {
     undelivered: new Set<string>(),
     refusedDestinations: new Set<string>(),
     answerEnquireLinks: true,
+    /** Every submit_sm answer waits this long, so submits are in flight when a test acts. */
+    submitLatencyMs: 0,
+    /** A receipt goes out this long after its submit was answered. */
+    receiptDelayMs: 10,
   }
 }
 
@@ -92,6 +115,7 @@ function latestSession(): smpp.Session | undefined {
 }
 
 const server = smpp.createServer((session) => {
+  const sessionNumber = ++sessionsAccepted
   let isBound = false
   let isDropping = false
   let discardedHere = 0
@@ -121,8 +145,23 @@ const server = smpp.createServer((session) => {
     session.send(pdu.response(), () => session.close())
   })
 
+  // An accepted submit is recorded on arrival and answered later with a latency set: the
+  // SMSC holds it even when the connection dies before the answer goes out.
+  const answer = (response: smpp.Pdu, then?: () => void) => {
+    const latency = behaviour.submitLatencyMs
+    if (latency === 0) {
+      session.send(response)
+      then?.()
+      return
+    }
+    setTimeout(() => {
+      session.send(response)
+      then?.()
+    }, latency)
+  }
+
   session.on('submit_sm', (pdu: smpp.Pdu) => {
-    if (!isBound) return void session.send(pdu.response({ command_status: ESME_RINVBNDSTS }))
+    if (!isBound) return void answer(pdu.response({ command_status: ESME_RINVBNDSTS }))
     // After a simulated crash nothing more is answered: these submits are lost in the SMSC.
     if (isDropping) {
       state.discarded++
@@ -132,20 +171,18 @@ const server = smpp.createServer((session) => {
     if (behaviour.throttleNext > 0) {
       behaviour.throttleNext--
       state.throttled++
-      return void session.send(pdu.response({ command_status: ESME_RTHROTTLED }))
+      return void answer(pdu.response({ command_status: ESME_RTHROTTLED }))
     }
     if (behaviour.refusedDestinations.has(pdu.destination_addr ?? '')) {
-      return void session.send(pdu.response({ command_status: ESME_RINVDSTADR }))
+      return void answer(pdu.response({ command_status: ESME_RINVDSTADR }))
     }
-    const submit = recordSubmit(pdu)
-    session.send(pdu.response({ message_id: submit.messageId }))
+    const submit = recordSubmit(pdu, sessionNumber)
+    const sendsReceipt = behaviour.receipts !== 'off' && (submit.registeredDelivery & 0x01) !== 0
+    answer(pdu.response({ message_id: submit.messageId }), sendsReceipt ? () => setTimeout(() => void sendReceipt(submit), behaviour.receiptDelayMs) : undefined)
     const drop = behaviour.drop
     if (drop && --drop.afterAccepting === 0) {
       isDropping = true
       if (drop.discardBeforeDrop === 0) dropConnection(session)
-    }
-    if (behaviour.receipts !== 'off' && (submit.registeredDelivery & 0x01) !== 0) {
-      setTimeout(() => void sendReceipt(submit), 10)
     }
   })
 })
@@ -158,7 +195,7 @@ function dropConnection(session: smpp.Session): void {
   setTimeout(() => session.destroy(), 1000).unref()
 }
 
-function recordSubmit(pdu: smpp.Pdu): AcceptedSubmit {
+function recordSubmit(pdu: smpp.Pdu, session: number): AcceptedSubmit {
   const decoded = pdu.short_message as smpp.DecodedMessage | Buffer | undefined
   const message = decoded && !Buffer.isBuffer(decoded) ? decoded : { message: decoded ?? Buffer.alloc(0) }
   const elements = message.udh ?? []
@@ -182,9 +219,27 @@ function recordSubmit(pdu: smpp.Pdu): AcceptedSubmit {
     udh: header?.toString('hex') ?? null,
     concat,
     text: typeof message.message === 'string' ? message.message : message.message.toString('hex'),
+    session,
+    atMs: Math.round(performance.now() - startedAt),
   }
   state.submits.push(submit)
   return submit
+}
+
+function submitStats(): SubmitStats {
+  const bySession: Record<number, number> = {}
+  const sessionsOfPart = new Map<string, { destinationAddr: string; sequence: number; sessions: number[] }>()
+  for (const submit of state.submits) {
+    const session = submit.session ?? 0
+    bySession[session] = (bySession[session] ?? 0) + 1
+    const sequence = submit.concat?.sequence ?? 1
+    const key = `${submit.destinationAddr}/${sequence}`
+    const part = sessionsOfPart.get(key) ?? { destinationAddr: submit.destinationAddr, sequence, sessions: [] }
+    part.sessions.push(session)
+    sessionsOfPart.set(key, part)
+  }
+  const repeated = [...sessionsOfPart.values()].filter((p) => p.sessions.length > 1).map((p) => ({ ...p, count: p.sessions.length }))
+  return { accepted: state.submits.length, distinctParts: sessionsOfPart.size, bySession, repeated }
 }
 
 function receiptTime(at: Date): string {
@@ -295,6 +350,10 @@ type Command =
   | { command: 'sendInbound'; message: InboundSpec }
   | { command: 'sendEnquireLink' }
   | { command: 'state' }
+  | { command: 'setNextMessageId'; messageId: number }
+  | { command: 'setSubmitLatency'; ms: number }
+  | { command: 'setReceiptDelay'; ms: number }
+  | { command: 'submitStats' }
 
 async function run(command: Command): Promise<unknown> {
   switch (command.command) {
@@ -326,6 +385,17 @@ async function run(command: Command): Promise<unknown> {
       return sendEnquireLink()
     case 'state':
       return { ...state, boundSessions: bound.size }
+    case 'setNextMessageId':
+      nextMessageId = command.messageId
+      return null
+    case 'setSubmitLatency':
+      behaviour.submitLatencyMs = command.ms
+      return null
+    case 'setReceiptDelay':
+      behaviour.receiptDelayMs = command.ms
+      return null
+    case 'submitStats':
+      return submitStats()
   }
 }
 

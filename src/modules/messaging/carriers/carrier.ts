@@ -62,6 +62,11 @@ export interface CarrierHandlers {
 
 export interface Carrier {
   readonly name: 'simulator' | 'sandbox' | 'smpp'
+  /**
+   * The link parts go over, as receipts must be matched: a carrier's message ids are
+   * unique only per connection (smpp: system_id@host:port; the simulators: their name).
+   */
+  readonly connection: string
   /** How many submits may be outstanding at once; the dispatcher never exceeds it. */
   readonly window: number
   /** Returns at once; a carrier behind a connection keeps (re)connecting in the background. */
@@ -76,9 +81,12 @@ export interface Carrier {
   /**
    * For a carrier that keeps its books in the platform's own store (the simulator): writes
    * what it accepted in the transaction that records the hand-off, so its books and the
-   * platform's never disagree, even across a crash.
+   * platform's never disagree, even across a crash. A carrier without it is outside the
+   * store: each part it accepts is recorded as its answer arrives (HandoffJournal).
    */
   record?(trx: Transaction<DB>, accepted: readonly AcceptedPart[]): Promise<void>
+  /** Tables its `record` fills: the dispatcher vacuums and analyzes them with the queue's. */
+  readonly tables?: readonly (keyof DB)[]
   stop(): Promise<void>
 }
 

@@ -27,6 +27,7 @@ const REPORTS_PER_POLL = 2000
  */
 export class SimulatorCarrier implements Carrier {
   readonly window = 1000
+  readonly tables = ['simulator_messages'] as const
   private handlers: CarrierHandlers | undefined
   private timer: NodeJS.Timeout | undefined
   private polling: Promise<void> | undefined
@@ -38,6 +39,10 @@ export class SimulatorCarrier implements Carrier {
     private readonly logger: Logger,
     private readonly options: SimulatorOptions,
   ) {}
+
+  get connection(): string {
+    return this.name
+  }
 
   async start(handlers: CarrierHandlers): Promise<void> {
     this.handlers = handlers

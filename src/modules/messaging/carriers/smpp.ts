@@ -22,6 +22,11 @@ export interface SmppCarrierOptions {
   clock?: Clock
   /** Told of each "not now" answer, by the label of its status (metrics). */
   onRefusedForNow?: (status: RetryableStatus) => void
+  /**
+   * At a graceful stop, how long to wait for the receipts of parts this link handed over
+   * before unbinding (some SMSCs never offer again what an unbound ESME did not take).
+   */
+  receiptGraceMs?: number
 }
 
 const STATUS = {
@@ -59,6 +64,11 @@ const SHORT_MESSAGE_MAX_BYTES = 254
 const RETRY_MAX_DELAY_MS = 30_000
 const REASSEMBLY_TIMEOUT_MS = 5 * 60_000
 const STOP_GRACE_MS = 5_000
+const RECEIPT_GRACE_MS = 3_000
+/** Receipts awaited at a stop, at most: the ids of the newest parts handed over. */
+const AWAITED_RECEIPTS_MAX = 100_000
+/** A stop waits for the receipts of parts accepted this recently only; older ones may never come. */
+const AWAITED_RECEIPT_AGE_MS = 60_000
 const UNBIND_TIMEOUT_MS = 2_000
 
 /** Where a deliver_sm's message_payload TLV lands, as raw octets (see below). */
@@ -126,6 +136,7 @@ interface PartialInbound {
 export class SmppCarrier implements Carrier {
   readonly name = 'smpp'
   readonly window: number
+  readonly connection: string
   private readonly maxPerSecond: number
   private readonly endpoint: { host: string; port: number; systemId: string; password: string }
   private readonly logger: Logger
@@ -149,6 +160,12 @@ export class SmppCarrier implements Carrier {
   private readonly partials = new Map<string, PartialInbound>()
   private stopping: Promise<void> | undefined
   private onDrained: (() => void) | undefined
+  private readonly receiptGraceMs: number
+  /** Ids of parts accepted since the start whose receipt has not come, with when, oldest first. */
+  private readonly awaitedReceipts = new Map<string, number>()
+  private onReceiptsIn: (() => void) | undefined
+  /** deliver_sm being handed over; each is answered when done. */
+  private readonly deliveriesInHand = new Set<Promise<void>>()
 
   constructor(options: SmppCarrierOptions) {
     if (!Number.isInteger(options.window) || options.window < 1) throw new RangeError('SMPP window must be a positive integer')
@@ -156,12 +173,15 @@ export class SmppCarrier implements Carrier {
     this.window = options.window
     this.maxPerSecond = options.maxPerSecond
     this.endpoint = parseSmppUrl(options.url)
+    // Never the password: this names the link in the store and in logs.
+    this.connection = `${this.endpoint.systemId}@${this.endpoint.host}:${this.endpoint.port}`
     this.logger = options.logger.child({ carrier: 'smpp', smsc: `${this.endpoint.host}:${this.endpoint.port}` })
     this.enquireLinkMs = options.enquireLinkMs ?? 30_000
     this.reconnect = options.reconnect ?? { minMs: 1_000, maxMs: 60_000 }
     this.throttleRetryMs = options.throttleRetryMs ?? 1_000
     this.clock = options.clock ?? systemClock
     this.onRefusedForNow = options.onRefusedForNow
+    this.receiptGraceMs = options.receiptGraceMs ?? RECEIPT_GRACE_MS
   }
 
   /** Whether the link is bound now (metrics). */
@@ -219,7 +239,15 @@ export class SmppCarrier implements Carrier {
         // sent again by whoever retries it after the restart.
         const drained = new Promise<void>((resolve) => (this.onDrained = resolve))
         if (link.outstanding.size > 0) await within(Promise.race([drained, closed]), STOP_GRACE_MS)
+        // Receipts of what was just handed over, and every deliver_sm already read, are
+        // taken and answered before the unbind: an SMSC that does not offer again what an
+        // unbound ESME left unanswered would lose them.
+        const receiptsIn = new Promise<void>((resolve) => (this.onReceiptsIn = resolve))
+        this.forgetReceiptsAcceptedBefore(performance.now() - AWAITED_RECEIPT_AGE_MS)
+        if (this.awaitedReceipts.size > 0) await within(Promise.race([receiptsIn, closed]), this.receiptGraceMs)
+        await within(Promise.all(this.deliveriesInHand), STOP_GRACE_MS)
         await within(new Promise<void>((resolve) => link.session.unbind({}, () => resolve()) || resolve()), UNBIND_TIMEOUT_MS)
+        await within(Promise.all(this.deliveriesInHand), STOP_GRACE_MS)
         link.session.close()
       } else {
         link.session.destroy()
@@ -229,6 +257,23 @@ export class SmppCarrier implements Carrier {
       await closed
     }
     this.rejectQueued()
+  }
+
+  private awaitReceipt(carrierMessageId: string): void {
+    this.awaitedReceipts.set(carrierMessageId, performance.now())
+    if (this.awaitedReceipts.size > AWAITED_RECEIPTS_MAX) this.awaitedReceipts.delete(this.awaitedReceipts.keys().next().value!)
+  }
+
+  private forgetReceiptsAcceptedBefore(at: number): void {
+    for (const [id, acceptedAt] of this.awaitedReceipts) {
+      if (acceptedAt >= at) return
+      this.awaitedReceipts.delete(id)
+    }
+  }
+
+  private receiptIn(carrierMessageId: string): void {
+    this.awaitedReceipts.delete(carrierMessageId)
+    if (this.awaitedReceipts.size === 0) this.onReceiptsIn?.()
   }
 
   private rejectQueued(): void {
@@ -364,7 +409,9 @@ export class SmppCarrier implements Carrier {
     const status = resp.command_status
     if (status === STATUS.ok) {
       this.consecutivePauses = 0
-      entry.resolve({ ok: true, carrierMessageId: String(resp.message_id ?? '') })
+      const carrierMessageId = String(resp.message_id ?? '')
+      this.awaitReceipt(carrierMessageId)
+      entry.resolve({ ok: true, carrierMessageId })
     } else if (RETRYABLE_STATUSES.has(status)) {
       this.onRefusedForNow?.(RETRYABLE_STATUSES.get(status)!)
       this.pauseSending()
@@ -399,9 +446,11 @@ export class SmppCarrier implements Carrier {
       case 'enquire_link':
         link.session.send(pdu.response())
         return
-      case 'deliver_sm':
-        void this.onDeliverSm(link, pdu)
+      case 'deliver_sm': {
+        const inHand = this.onDeliverSm(link, pdu).finally(() => this.deliveriesInHand.delete(inHand))
+        this.deliveriesInHand.add(inHand)
         return
+      }
       case 'unbind':
         this.logger.warn('SMPP unbind from the SMSC')
         link.session.send(pdu.response(), () => link.session.close())
@@ -444,6 +493,7 @@ export class SmppCarrier implements Carrier {
         this.logger.warn({ receipt: text.split(/\btext:/i)[0] }, 'SMPP receipt without a message id or state; ignored')
       } else if (receipt.status !== undefined) {
         await handlers.onReceipt({ ...receipt, status: receipt.status, receivedAt: this.clock.now() })
+        this.receiptIn(receipt.carrierMessageId)
       }
       return STATUS.ok
     }

@@ -8,6 +8,8 @@ import * as webhooks from './2026-11-23-0006-webhooks.js'
 import * as pushHistory from './2026-11-23-0007-push-history.js'
 import * as webhookIndexes from './2026-11-24-0008-webhook-indexes.js'
 import * as webhookJobs from './2026-11-24-0009-webhook-jobs.js'
+import * as carrierParts from './2026-11-26-0010-carrier-parts.js'
+import * as dispatchLanes from './2026-11-26-0011-dispatch-lanes.js'
 
 export type MigrationDialect = 'sqlite' | 'postgres'
 
@@ -27,6 +29,8 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '2026-11-23-0007-push-history': pushHistory,
   '2026-11-24-0008-webhook-indexes': webhookIndexes,
   '2026-11-24-0009-webhook-jobs': webhookJobs,
+  '2026-11-26-0010-carrier-parts': carrierParts,
+  '2026-11-26-0011-dispatch-lanes': dispatchLanes,
 }
 
 /** Brings the store to the newest schema; safe to run on every start and on many nodes at once. */
