@@ -88,7 +88,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const changeSignals = openChangeSignals(config.database, store.db, logger.child({ component: 'change-signals' }), config.nodeId)
   const keyCache = new KeyCache(changeSignals, config.keyCacheTtlMs)
   const keysDeps = { db: store.db, dialect: store.dialect, clock, usage, cache: keyCache, signals: changeSignals }
-  const audienceDeps = { db: store.db, dialect: store.dialect, clock, readLong: store.readLong }
+  // Consumers that read per-recipient events (webhooks) add their demand here.
+  const eventDemand = new CombinedDemand()
+  const audienceDeps = { db: store.db, dialect: store.dialect, clock, readLong: store.readLong, demand: eventDemand }
   const segmentCounts = new SegmentCountCache(audienceDeps, logger.child({ component: 'segment-counts' }), {
     settleMs: config.segmentCountSettleMs,
     maxStaleMs: config.segmentCountMaxStaleMs,
@@ -106,8 +108,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     leases,
     metrics,
   )
-  // Consumers that read per-recipient events (webhooks) add their demand here.
-  const eventDemand = new CombinedDemand()
   const webhooks = new Webhooks(store, clock, leases, relay, metrics, logger.child({ component: 'webhooks' }), {
     timeoutMs: config.webhookTimeoutMs,
     retryScheduleMs: config.webhookRetryScheduleMs,

@@ -72,7 +72,10 @@ describe('SQLite store: the background connection (writer thread)', () => {
     const onMain = await loopDelayDuring(long.execute(store.db))
     const onWriter = await loopDelayDuring(long.execute(store.background))
     expect(onMain).toBeGreaterThan(100)
-    expect(onWriter).toBeLessThan(50)
+    // On the writer thread the loop runs its timers throughout. A busy machine can still
+    // hold a process off its core for tens of milliseconds (vitest runs files side by
+    // side), so the bound is relative: far below the stretch the main connection held it.
+    expect(onWriter).toBeLessThan(onMain / 3)
   })
 
   it('when its thread dies mid-transaction, the transaction fails and is rolled back, and the next statement starts a new thread', async () => {

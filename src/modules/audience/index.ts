@@ -3,13 +3,13 @@ export { audienceRoutes } from './routes.js'
 export type { AudienceDeps } from './deps.js'
 /** Keeps segments' cached contactCount fresh in the background. */
 /** Runs CSV imports in the background; start() fails imports a dead node left behind. */
-export { ContactImporter, type ImportOptions } from './imports.js'
-export { SegmentCountCache, DEFAULT_COUNT_CACHE, type CountCacheOptions } from './segment-counts.js'
+export { ContactImporter, type ImportOptions } from './imports/service.js'
+export { SegmentCountCache, DEFAULT_COUNT_CACHE, type CountCacheOptions } from './segments/counts.js'
 /** Compiles a segment's rules to one SQL predicate over `contacts` (for broadcasts: INSERT … SELECT). */
-export { compileRuleSet } from './segment-sql.js'
-export { parseRules, type Rule, type RuleSet } from './rules.js'
+export { compileRuleSet } from './segments/sql.js'
+export { parseRules, type Rule, type RuleSet } from './segments/rules.js'
 /** A broadcast's audience (a contact list or a segment) as one SQL predicate over `contacts`; 404 for a missing or foreign one. */
-export { compileAudience } from './segments.js'
+export { compileAudience } from './segments/service.js'
 /** Opt-out by phone number, for sends (skip) and inbound STOP/START (record). */
 export { optedOutAmong, setOptedOut } from './opt-out.js'
 /** Live count of the contacts a predicate selects, opted-out ones left out; off the request connection on SQLite. */

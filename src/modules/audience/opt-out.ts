@@ -2,11 +2,11 @@ import type { Kysely, Transaction } from 'kysely'
 import type { DB } from '../../platform/db/schema.js'
 import { emit } from '../../platform/outbox/emit.js'
 import type { ParsedPhone } from '../../platform/phone.js'
-import { newContact } from './contacts.js'
+import { newContact } from './contacts/service.js'
 import type { AudienceDeps } from './deps.js'
 import { contactEvent, contactUpdatedEvent } from './events.js'
 import * as queries from './queries.js'
-import { markCountsStale } from './segment-queries.js'
+import { markCountsStale } from './segments/queries.js'
 
 const NUMBERS_PER_QUERY = 500
 

@@ -8,10 +8,10 @@ import { RAW_BODY } from '../../platform/http/validation.js'
 import { Readable } from 'node:stream'
 import { UnsupportedMediaType } from '../../platform/problems.js'
 import { Type } from 'typebox'
-import { createContact, createContacts, deleteContact, getContact, listContacts, updateContact } from './contacts.js'
+import { createContact, createContacts, deleteContact, getContact, listContacts, updateContact } from './contacts/service.js'
 import type { AudienceDeps } from './deps.js'
-import type { ContactImporter } from './imports.js'
-import { addToList, createList, deleteList, listLists, removeFromList } from './lists.js'
+import type { ContactImporter } from './imports/service.js'
+import { addToList, createList, deleteList, listLists, removeFromList } from './lists/service.js'
 import {
   AddToListBody,
   AddToListResult,
@@ -36,7 +36,7 @@ import {
   SegmentPreview,
   UpdateContactBody,
 } from './schemas.js'
-import { createSegment, deleteSegment, getSegment, listSegments, previewRules, previewSegment, replaceSegment } from './segments.js'
+import { createSegment, deleteSegment, getSegment, listSegments, previewRules, previewSegment, replaceSegment } from './segments/service.js'
 
 const auth = AUTH.apiKeyOrSession('general')
 const NoContent = { 204: { type: 'null', description: 'Done' } }

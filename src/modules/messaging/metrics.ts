@@ -5,7 +5,7 @@ import type { DB } from '../../platform/db/schema.js'
 import type { Metrics } from '../../platform/metrics/registry.js'
 import type { Carrier } from './carriers/carrier.js'
 import type { SmppCarrier } from './carriers/smpp.js'
-import { broadcastsWaiting, LANE, waitingIn, type Lane } from './dispatch-queue.js'
+import { broadcastsWaiting, LANE, waitingIn, type Lane } from './dispatch/queue.js'
 
 /** Where a recipient row came from. */
 export type QueuedKind = 'api' | 'broadcast' | 'reply'

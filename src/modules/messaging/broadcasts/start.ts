@@ -1,0 +1,93 @@
+import type { Selectable, Transaction } from 'kysely'
+import type { Dialect } from '../../../platform/db/dialect.js'
+import { Leases } from '../../../platform/lease.js'
+import type { BroadcastsTable, DB } from '../../../platform/db/schema.js'
+import { newId } from '../../../platform/ids.js'
+import { emit } from '../../../platform/outbox/emit.js'
+import { Conflict, NotFound } from '../../../platform/problems.js'
+import { compileAudience, countAudience } from '../../audience/index.js'
+import { campaignEvent } from './events.js'
+import * as queries from './queries.js'
+import { price } from '../content.js'
+import { debit } from '../../accounts/index.js'
+import type { MessagingDeps } from '../deps.js'
+
+export interface StartedBroadcast {
+  status: 'sending' | 'completed'
+  recipients: number
+  creditsUsed: number
+}
+
+/**
+ * The contacts a broadcast would reach now: counted on a long-read connection (SQLite's
+ * reader thread) before the start's transaction, so the count never holds the writer.
+ */
+export async function countTarget(deps: Pick<MessagingDeps, 'db' | 'dialect' | 'readLong'>, broadcast: Pick<BroadcastsTable, 'account_id' | 'contact_list_id' | 'segment_id'>): Promise<number> {
+  const audience = await deps.db.transaction().execute((trx) => compileTarget(trx, deps.dialect, broadcast))
+  return countAudience(deps, broadcast.account_id, audience)
+}
+
+/**
+ * Starts a broadcast its caller has just moved to `sending` with queries.leaveState, in
+ * the caller's transaction: the audience counted just before (contacts added since the
+ * broadcast was written are in, opted-out ones are out) is paid for, recipients x
+ * segments, and the broadcast is claimed for BroadcastQueue, which writes the recipient
+ * rows after the commit in short transactions. A 402 from the debit rolls all of it
+ * back, the state change included.
+ */
+export async function startBroadcast(
+  trx: Transaction<DB>,
+  broadcast: Selectable<BroadcastsTable>,
+  audienceCount: number,
+  claim: { lease_owner: string; lease_expires_at: string },
+  at: Date,
+): Promise<StartedBroadcast> {
+  const { encoding, segments } = price(broadcast.message)
+  const sandbox = Number(broadcast.sandbox) === 1
+  const creditsUsed = sandbox ? 0 : audienceCount * segments
+  const messageId = newId()
+  await queries.insertMessage(trx, {
+    id: messageId,
+    account_id: broadcast.account_id,
+    kind: 'broadcast',
+    broadcast_id: broadcast.id,
+    content: broadcast.message,
+    sender_id: broadcast.sender_id,
+    encoding,
+    segments,
+    sandbox: sandbox ? 1 : 0,
+    // Grows as BroadcastQueue writes the recipients.
+    recipients: 0,
+    credits_used: creditsUsed,
+    scheduled_at: null,
+    created_at: at.toISOString(),
+  })
+  if (creditsUsed > 0) await debit(trx, broadcast.account_id, creditsUsed, at)
+  const status = audienceCount === 0 ? 'completed' : 'sending'
+  await queries.markStarted(trx, broadcast.id, {
+    status,
+    message_id: messageId,
+    sent_at: at.toISOString(),
+    completed_at: status === 'completed' ? at.toISOString() : null,
+    updated_at: at.toISOString(),
+    queue_total: audienceCount,
+    queued: 0,
+    // The walk starts before the first contact; null: nothing to walk.
+    queue_after_created_at: status === 'sending' ? '' : null,
+    queue_after_id: status === 'sending' ? '' : null,
+    ...(status === 'sending' ? claim : Leases.released()),
+  })
+  await emit(trx, campaignEvent('CampaignUpdated', broadcast.account_id, { id: broadcast.id, name: broadcast.name, status }, at))
+  return { status, recipients: audienceCount, creditsUsed }
+}
+
+/** The broadcast's list or segment as a predicate; one deleted since the broadcast was written is a conflict, not a 404 of the broadcast. */
+export async function compileTarget(trx: Transaction<DB>, dialect: Dialect, broadcast: Pick<BroadcastsTable, 'account_id' | 'contact_list_id' | 'segment_id'>) {
+  const target = broadcast.contact_list_id !== null ? { contactListId: broadcast.contact_list_id } : { segmentId: broadcast.segment_id ?? '' }
+  try {
+    return await compileAudience(trx, dialect, broadcast.account_id, target)
+  } catch (err) {
+    if (err instanceof NotFound) throw new Conflict(`The broadcast's ${err.message}; choose another audience with PUT`)
+    throw err
+  }
+}

@@ -1,2 +1,0 @@
-/** Credits belong to accounts; sends and broadcasts debit through its public surface. */
-export { debit, debitWith, refund } from '../accounts/index.js'

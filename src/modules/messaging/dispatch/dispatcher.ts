@@ -1,0 +1,424 @@
+import { setImmediate } from 'node:timers/promises'
+import type { RawBuilder } from 'kysely'
+import type { Logger } from 'pino'
+import { optedOutAmong } from '../../audience/index.js'
+import type { Leases } from '../../../platform/lease.js'
+import type { EventDemand } from '../../../platform/outbox/demand.js'
+import type { Carrier, OutgoingPart } from '../carriers/carrier.js'
+import type { MessagingDeps } from '../deps.js'
+import { broadcastsWaiting, claimBroadcast, claimPriority, priorityDue, type QueuedRecipientRow } from './queue.js'
+import { splitSms } from '../encoding.js'
+import { HandoffJournal, recordedParts } from './handoff-journal.js'
+import { partId, recordHandoffs, type ClaimedRecipient, type Handoff, type MessageInfo } from './handoffs.js'
+import { OPT_OUT_REPLY } from '../inbound/service.js'
+import type { ReceiptRecorder } from './receipts.js'
+
+export interface DispatcherOptions {
+  /** Recipients claimed at once; also how many one recording transaction moves. */
+  batchSize: number
+  /** How often an idle dispatcher looks for due recipients (new sends wake it at once). */
+  idlePollMs: number
+  /**
+   * Batches in flight at once. On PostgreSQL a batch spends most of its time waiting for
+   * round trips and commits, so several overlap; SQLite's statements run on this thread.
+   */
+  concurrency: number
+  /** A wake-up waits this long, so that sends arriving together share one claim. */
+  wakeDelayMs: number
+}
+
+export interface Carriers {
+  /** The carrier CARRIER names. */
+  live: Carrier
+  /** Playground keys' sends. */
+  sandbox: Carrier
+}
+
+const MESSAGES_CACHED = 1000
+/**
+ * Claimed recipients leave the queue's index on PostgreSQL only at VACUUM: until then each
+ * claim walks the entries of every recipient handed over before it (a broadcast of a
+ * million makes that quadratic). And the receipts look parts and recipients up by lists of
+ * ids, plans that need statistics taken since the tables grew: planned on a table's size
+ * at its last ANALYZE, a lookup of a thousand ids became a scan of the whole table. The
+ * dispatcher vacuums and analyzes both tables, and those a carrier in the store fills
+ * (Carrier.tables), when the queue drains after RECLAIM_AFTER_DRAIN hand-offs, and during
+ * a run after RECLAIM_FIRST, then after twice as many each time up to RECLAIM_DURING_RUN:
+ * while a broadcast fills empty tables their statistics stay within a factor of two of
+ * their size.
+ */
+const RECLAIM_AFTER_DRAIN = 10_000
+const RECLAIM_FIRST = 5_000
+const RECLAIM_DURING_RUN = 200_000
+/** How often the broadcasts with recipients waiting are looked up again (see broadcastsWaiting). */
+const BROADCASTS_LOOKED_UP_EVERY_MS = 1_000
+
+/**
+ * Hands queued recipients to the carrier at the carrier's pace and survives restarts.
+ * Recipients are claimed in batches with the lease (SKIP LOCKED on PostgreSQL, so
+ * several nodes dispatch without taking the same rows), submitted part by part within the
+ * carrier's window, and recorded in one transaction per batch. A claim whose node died
+ * returns to the queue when its lease runs out (at once, at an embedded restart).
+ *
+ * A carrier outside the store (SMPP) has each accepted part recorded as its answer
+ * arrives, before its window slot is freed (HandoffJournal); a recipient taken up again
+ * after a crash is handed only the parts not recorded. So a crash repeats at most the
+ * parts in the window. The simulators write their books in the batch's transaction, so a
+ * crash repeats nothing there.
+ */
+export class Dispatcher {
+  private running = false
+  private loops: Promise<void>[] = []
+  private readonly sleepers = new Set<() => void>()
+  private waking: NodeJS.Timeout | undefined
+  private readonly messages = new Map<string, MessageInfo>()
+  private readonly slots = new Map<Carrier, Semaphore>()
+  /** Undefined where the store needs no reclaiming (SQLite): then nothing is counted either. */
+  private readonly reclaimStatement: RawBuilder<unknown> | undefined
+  private claimedSinceReclaim = 0
+  /** Hand-offs after which a run reclaims next (RECLAIM_FIRST, doubling up to RECLAIM_DURING_RUN). */
+  private reclaimDuringRunAt = RECLAIM_FIRST
+  private reclaiming: Promise<void> | undefined
+  private readonly journal: HandoffJournal
+  /** Which waiting broadcast a claim serves first: each claim starts with the next. */
+  private broadcastTurn = 0
+  /** The last claim found nothing: the next looks with reads first. */
+  private idleBefore = false
+  /** The broadcasts with recipients waiting, as last looked up, and when. */
+  private broadcastsKnown: string[] = []
+  private broadcastsKnownAt = -Infinity
+
+  constructor(
+    private readonly deps: MessagingDeps & { demand: EventDemand },
+    private readonly carriers: Carriers,
+    private readonly receipts: ReceiptRecorder,
+    private readonly leases: Leases,
+    private readonly logger: Logger,
+    private readonly options: DispatcherOptions,
+  ) {
+    const carrierTables = [carriers.live, carriers.sandbox].flatMap((carrier) => carrier.tables ?? [])
+    this.reclaimStatement = deps.dialect.reclaimSpace([...new Set(['message_recipients', 'carrier_parts', ...carrierTables])])
+    this.journal = new HandoffJournal(deps.db)
+  }
+
+  register(): void {
+    this.leases.register({
+      table: 'message_recipients',
+      // Still queued: freeing the claim puts them back in the queue for any node.
+      reclaim: async (trx, ids) => {
+        await trx.updateTable('message_recipients').set({ lease_owner: null, lease_expires_at: null }).where('id', 'in', ids.map(Number)).execute()
+      },
+    })
+  }
+
+  start(): void {
+    this.running = true
+    this.loops = Array.from({ length: this.options.concurrency }, () => this.run())
+  }
+
+  /** New recipients are queued: look now (after wakeDelayMs) instead of at the next poll. */
+  wake(): void {
+    // A new broadcast may be among them.
+    this.broadcastsKnownAt = -Infinity
+    if (this.waking || this.sleepers.size === 0) return
+    this.waking = setTimeout(() => {
+      this.waking = undefined
+      this.wakeAll()
+    }, this.options.wakeDelayMs)
+  }
+
+  async stop(): Promise<void> {
+    this.running = false
+    clearTimeout(this.waking)
+    this.waking = undefined
+    this.wakeAll()
+    await Promise.all(this.loops)
+    await this.reclaiming
+  }
+
+  private wakeAll(): void {
+    for (const wakeUp of [...this.sleepers]) wakeUp()
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      try {
+        const groups = (await this.claim()).filter((group) => group.length > 0)
+        const count = groups.reduce((sum, group) => sum + group.length, 0)
+        this.idleBefore = count === 0
+        this.countTowardsReclaim(count)
+        if (count === 0) await this.idle()
+        // Each group is recorded once its own recipients are handed over: a single send
+        // is not left queued until the broadcast recipients of its batch are handed over too.
+        else await this.deps.metrics.slice('dispatch', () => Promise.all(groups.map((group) => this.dispatch(group))))
+        // SQLite answers synchronously and the simulator at once: without a turn of the
+        // event loop between batches, requests would wait for the whole queue.
+        await setImmediate()
+      } catch (err) {
+        this.logger.error({ err }, 'dispatch failed; retrying')
+        await this.idle()
+      }
+    }
+  }
+
+  /** Reclaims in the background (VACUUM takes a connection for a while and blocks no writer). */
+  private countTowardsReclaim(claimed: number): void {
+    const statement = this.reclaimStatement
+    if (statement === undefined) return
+    this.claimedSinceReclaim += claimed
+    const drained = claimed === 0
+    if (this.claimedSinceReclaim < (drained ? RECLAIM_AFTER_DRAIN : this.reclaimDuringRunAt) || this.reclaiming) return
+    this.claimedSinceReclaim = 0
+    this.reclaimDuringRunAt = drained ? RECLAIM_FIRST : Math.min(this.reclaimDuringRunAt * 2, RECLAIM_DURING_RUN)
+    const started = performance.now()
+    this.reclaiming = statement
+      .execute(this.deps.db)
+      .then(
+        () => this.logger.debug({ ms: Math.round(performance.now() - started) }, 'queue index reclaimed'),
+        (err: unknown) => this.logger.warn({ err }, 'reclaiming the queue index failed; autovacuum will'),
+      )
+      .finally(() => {
+        this.reclaiming = undefined
+      })
+  }
+
+  private idle(): Promise<void> {
+    if (!this.running) return Promise.resolve()
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.sleepers.delete(done)
+        resolve()
+      }
+      const timer = setTimeout(done, this.options.idlePollMs)
+      this.sleepers.add(done)
+    })
+  }
+
+  /**
+   * Single sends and replies first, in due order; what they leave of the batch goes to
+   * the broadcasts with recipients waiting, an equal share each (the first ones in turn
+   * get the remainder). So a one-time passcode never waits behind a campaign (its parts
+   * also take the carrier's window ahead of broadcast parts), a campaign started later
+   * goes out beside the earlier one, and a steady trickle of single sends does not cut
+   * the broadcasts' batches down to a few recipients each. Answers the two groups,
+   * single sends first.
+   */
+  private async claim(): Promise<[ClaimedRecipient[], ClaimedRecipient[]]> {
+    const { db, dialect, clock } = this.deps
+    const now = clock.now().toISOString()
+    // Idle, it looks with reads first: a claim is a write, and on SQLite a write, even one
+    // that changes nothing, takes the store's one write lock from the requests.
+    if (this.idleBefore && !(await priorityDue(db, now)) && (await this.broadcastsWaiting()).length === 0) return [[], []]
+    const claim = this.leases.claim()
+    const batchSize = this.options.batchSize
+    const priority = await claimPriority(db, dialect, claim, now, batchSize)
+    const broadcast: QueuedRecipientRow[] = []
+    const room = batchSize - priority.length
+    const broadcasts = room > 0 ? rotate(await this.broadcastsWaiting(), this.broadcastTurn++) : []
+    for (let i = 0; i < broadcasts.length && broadcast.length < room; i++) {
+      const share = Math.ceil((room - broadcast.length) / (broadcasts.length - i))
+      const taken = await claimBroadcast(db, dialect, claim, now, broadcasts[i]!, share)
+      // Fewer than asked: that broadcast's queue may be empty; look again next time.
+      if (taken.length < share) this.broadcastsKnownAt = -Infinity
+      broadcast.push(...taken)
+    }
+    return [this.held(priority), this.held(broadcast)]
+  }
+
+  private held(rows: readonly QueuedRecipientRow[]): ClaimedRecipient[] {
+    const claimed = rows.map((r) => ({ id: Number(r.id), messageId: r.message_id, accountId: r.account_id, phoneNumber: r.phone_number }))
+    for (const r of claimed) this.leases.hold('message_recipients', r.id)
+    return claimed.sort((a, b) => a.id - b.id)
+  }
+
+  /**
+   * The broadcasts with recipients waiting, looked up again at most once a second unless
+   * something changed here (a wake-up, a broadcast's queue found short): the look-up walks
+   * index entries that PostgreSQL keeps for recipients claimed since its last VACUUM, as
+   * each claim already does for its own broadcast. Another node's new broadcast is seen
+   * within the second.
+   */
+  private async broadcastsWaiting(): Promise<string[]> {
+    if (performance.now() - this.broadcastsKnownAt > BROADCASTS_LOOKED_UP_EVERY_MS) {
+      this.broadcastsKnown = await broadcastsWaiting(this.deps.db)
+      this.broadcastsKnownAt = performance.now()
+    }
+    return this.broadcastsKnown
+  }
+
+  private async dispatch(claimed: ClaimedRecipient[]): Promise<void> {
+    const startedAt = performance.now()
+    try {
+      const messages = await this.messagesOf(claimed)
+      const optedOut = await this.optedOut(claimed, messages)
+      const toHand = claimed.filter((r) => !optedOut.has(r))
+      const recorded = await this.partsRecordedBefore(toHand, messages)
+      const handoffs = await Promise.all(toHand.map((r) => this.handOver(r, messages.get(r.messageId)!, recorded.get(r.id))))
+      await recordHandoffs(
+        this.deps.db,
+        this.deps.dialect,
+        this.deps.demand,
+        this.leases.nodeId,
+        handoffs,
+        [...optedOut].map((recipient) => ({ recipient, message: messages.get(recipient.messageId)! })),
+        this.deps.clock.now(),
+        this.deps.metrics,
+      )
+      this.receipts.retry()
+      this.countParts(handoffs)
+      this.deps.metrics.batchDispatched((performance.now() - startedAt) / 1000)
+    } finally {
+      for (const r of claimed) this.leases.release('message_recipients', r.id)
+    }
+  }
+
+  /**
+   * Recipients who opted out after they were queued are not sent anything, except the
+   * confirmation of the opt-out itself. An opt-in confirmation still queued when the
+   * number opted out again is not sent either.
+   */
+  private async optedOut(claimed: ClaimedRecipient[], messages: Map<string, MessageInfo>): Promise<Set<ClaimedRecipient>> {
+    const byAccount = new Map<string, ClaimedRecipient[]>()
+    for (const r of claimed) {
+      const message = messages.get(r.messageId)!
+      if (message.kind === 'reply' && message.parts.join('') === OPT_OUT_REPLY) continue
+      byAccount.set(r.accountId, [...(byAccount.get(r.accountId) ?? []), r])
+    }
+    const out = new Set<ClaimedRecipient>()
+    for (const [accountId, recipients] of byAccount) {
+      const numbers = await optedOutAmong(this.deps.db, accountId, recipients.map((r) => r.phoneNumber))
+      for (const r of recipients) if (numbers.has(r.phoneNumber)) out.add(r)
+    }
+    return out
+  }
+
+  /**
+   * Parts a carrier outside the store accepted for these recipients before a crash cut
+   * their hand-off short: they are not handed over again. (The simulators record parts
+   * with the recipient, so a queued recipient of theirs has none.)
+   */
+  private async partsRecordedBefore(recipients: ClaimedRecipient[], messages: Map<string, MessageInfo>): Promise<Map<number, Map<number, string>>> {
+    const journaled = recipients.filter((r) => this.carrierOf(messages.get(r.messageId)!).record === undefined)
+    if (journaled.length === 0) return new Map()
+    return recordedParts(this.deps.db, journaled.map((r) => r.id))
+  }
+
+  private carrierOf(message: MessageInfo): Carrier {
+    return message.sandbox ? this.carriers.sandbox : this.carriers.live
+  }
+
+  private async handOver(recipient: ClaimedRecipient, message: MessageInfo, recorded: Map<number, string> | undefined): Promise<Handoff> {
+    const carrier = this.carrierOf(message)
+    const isJournaled = carrier.record === undefined
+    const slots = this.slotsOf(carrier)
+    // One reference per recipient's copy, so a handset never mixes parts of two messages.
+    const reference = recipient.id & 0xff
+    const results = await Promise.all(
+      message.parts.map(async (text, i) => {
+        const part: OutgoingPart = {
+          partId: partId(recipient.id, i + 1),
+          from: message.senderId,
+          to: recipient.phoneNumber,
+          text,
+          encoding: message.encoding,
+          ...(message.parts.length > 1 ? { concat: { reference, total: message.parts.length, sequence: i + 1 } } : {}),
+        }
+        const earlier = recorded?.get(i + 1)
+        if (earlier !== undefined) return { sequence: i + 1, result: { ok: true as const, carrierMessageId: earlier } }
+        // Single sends and replies take the next free slot ahead of broadcast parts.
+        await slots.acquire(message.kind !== 'broadcast')
+        try {
+          const result = await carrier.submit(part)
+          // The slot is freed once the part is recorded: a crash leaves only the window in doubt.
+          if (result.ok && isJournaled) {
+            await this.journal.record({ carrier: carrier.name, connection: carrier.connection, carrierMessageId: result.carrierMessageId, recipientId: recipient.id, sequence: i + 1 })
+          }
+          return { sequence: i + 1, result }
+        } finally {
+          slots.release()
+        }
+      }),
+    )
+    const accepted = results.flatMap(({ sequence, result }) => (result.ok ? [{ sequence, carrierMessageId: result.carrierMessageId }] : []))
+    const refused = results.find(({ result }) => !result.ok)
+    return { recipient, message, carrier, accepted, error: refused && !refused.result.ok ? refused.result.error : null }
+  }
+
+  /** One counter increment per carrier and outcome for the whole batch. */
+  private countParts(handoffs: readonly Handoff[]): void {
+    const byCarrier = new Map<Carrier['name'], { accepted: number; refused: number }>()
+    for (const h of handoffs) {
+      const counts = byCarrier.get(h.carrier.name) ?? { accepted: 0, refused: 0 }
+      counts.accepted += h.accepted.length
+      counts.refused += h.message.parts.length - h.accepted.length
+      byCarrier.set(h.carrier.name, counts)
+    }
+    for (const [carrier, { accepted, refused }] of byCarrier) this.deps.metrics.partsSubmitted(carrier, accepted, refused)
+  }
+
+  private slotsOf(carrier: Carrier): Semaphore {
+    let slots = this.slots.get(carrier)
+    if (!slots) this.slots.set(carrier, (slots = new Semaphore(carrier.window)))
+    return slots
+  }
+
+  private async messagesOf(claimed: ClaimedRecipient[]): Promise<Map<string, MessageInfo>> {
+    const missing = [...new Set(claimed.map((r) => r.messageId))].filter((id) => !this.messages.has(id))
+    if (missing.length > 0) {
+      const rows = await this.deps.db
+        .selectFrom('messages')
+        .select(['id', 'account_id', 'kind', 'broadcast_id', 'content', 'sender_id', 'sandbox', 'segments'])
+        .where('id', 'in', missing)
+        .execute()
+      for (const row of rows) {
+        const { encoding, parts } = splitSms(row.content)
+        if (this.messages.size >= MESSAGES_CACHED) this.messages.delete(this.messages.keys().next().value!)
+        this.messages.set(row.id, {
+          id: row.id,
+          accountId: row.account_id,
+          kind: row.kind,
+          broadcastId: row.broadcast_id,
+          senderId: row.sender_id,
+          sandbox: Boolean(row.sandbox),
+          segments: Number(row.segments),
+          encoding,
+          parts,
+        })
+      }
+    }
+    return new Map(claimed.map((r) => [r.messageId, this.messages.get(r.messageId)!]))
+  }
+}
+
+/** At most `size` holders at once; the rest wait in order, those asking first ahead of the others. */
+class Semaphore {
+  private free: number
+  private readonly waiting: (() => void)[] = []
+  private readonly waitingFirst: (() => void)[] = []
+
+  constructor(size: number) {
+    this.free = size
+  }
+
+  acquire(first = false): Promise<void> {
+    if (this.free > 0) {
+      this.free--
+      return Promise.resolve()
+    }
+    return new Promise((resolve) => (first ? this.waitingFirst : this.waiting).push(resolve))
+  }
+
+  release(): void {
+    const next = this.waitingFirst.shift() ?? this.waiting.shift()
+    if (next) next()
+    else this.free++
+  }
+}
+
+/** The items from position `turn` (modulo their number) on, then those before it. */
+function rotate<T>(items: readonly T[], turn: number): T[] {
+  if (items.length === 0) return []
+  const start = turn % items.length
+  return [...items.slice(start), ...items.slice(0, start)]
+}

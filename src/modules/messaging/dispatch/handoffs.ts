@@ -1,0 +1,150 @@
+import { sql, type Kysely, type Transaction } from 'kysely'
+import { refund } from '../../accounts/index.js'
+import type { Dialect } from '../../../platform/db/dialect.js'
+import type { DB } from '../../../platform/db/schema.js'
+import { Leases } from '../../../platform/lease.js'
+import type { EventDemand } from '../../../platform/outbox/demand.js'
+import type { AcceptedPart, Carrier } from '../carriers/carrier.js'
+import { smsFailed, smsSent } from '../events.js'
+import { insertParts } from './handoff-journal.js'
+import type { MessagingMetrics } from '../metrics.js'
+import { ProgressBatch } from './progress.js'
+
+/** A queued recipient the dispatcher claimed, with what it needs of its message. */
+export interface ClaimedRecipient {
+  id: number
+  messageId: string
+  accountId: string
+  phoneNumber: string
+}
+
+export interface MessageInfo {
+  id: string
+  accountId: string
+  kind: 'api' | 'broadcast' | 'reply'
+  broadcastId: string | null
+  senderId: string
+  sandbox: boolean
+  segments: number
+  encoding: 'GSM-7' | 'UCS-2'
+  parts: string[]
+}
+
+/** What became of one recipient at the carrier. */
+export type Handoff =
+  | { recipient: ClaimedRecipient; message: MessageInfo; carrier: Carrier; accepted: { sequence: number; carrierMessageId: string }[]; error: null }
+  | { recipient: ClaimedRecipient; message: MessageInfo; carrier: Carrier; accepted: { sequence: number; carrierMessageId: string }[]; error: string }
+
+export const OPTED_OUT_ERROR = 'not sent: the recipient opted out before the message was handed to the carrier; its credits were refunded'
+
+export function partId(recipientId: number, sequence: number): string {
+  return `${recipientId}:${sequence}`
+}
+
+const IDS_PER_STATEMENT = 500
+
+/**
+ * Records a batch of hand-offs in one transaction: recipients move from queued to sent
+ * (or failed), their parts are kept for matching receipts, the carrier's own books are
+ * written alongside, counters move and SmsSent / SmsFailed are written. Only rows this
+ * node still holds are moved, so a recipient is recorded once even if its claim was lost.
+ */
+export async function recordHandoffs(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  demand: EventDemand,
+  nodeId: string,
+  handoffs: readonly Handoff[],
+  optedOut: readonly { recipient: ClaimedRecipient; message: MessageInfo }[],
+  now: Date,
+  metrics: MessagingMetrics,
+): Promise<void> {
+  if (handoffs.length === 0 && optedOut.length === 0) return
+  const at = now.toISOString()
+  const moves = metrics.tally()
+  await db.transaction().execute(async (trx) => {
+    const progress = new ProgressBatch(demand, dialect)
+    const sent = handoffs.filter((h) => h.error === null)
+    // The recipient shows the carrier's id of its first part, written as it moves to sent.
+    const firstParts = new Map(sent.map((h) => [h.recipient.id, h.accepted.find((p) => p.sequence === 1)?.carrierMessageId ?? null]))
+    const moved = await moveRecipients(trx, nodeId, sent.map((h) => h.recipient.id), { status: 'sent', sent_at: at }, firstParts)
+    const sentHere = sent.filter((h) => moved.has(h.recipient.id))
+
+    const byCarrier = new Map<Carrier, Handoff[]>()
+    for (const h of handoffs) {
+      if (h.error === null && !moved.has(h.recipient.id)) continue
+      byCarrier.set(h.carrier, [...(byCarrier.get(h.carrier) ?? []), h])
+    }
+    for (const [carrier, group] of byCarrier) {
+      // A carrier outside the store had each part recorded as it accepted it (HandoffJournal).
+      if (carrier.record === undefined) continue
+      const parts = group.flatMap((h) => h.accepted.map((p) => ({ h, p })))
+      await insertParts(
+        trx,
+        parts.map(({ h, p }) => ({
+          carrier: carrier.name,
+          connection: carrier.connection,
+          carrier_message_id: p.carrierMessageId,
+          recipient_id: h.recipient.id,
+          sequence: p.sequence,
+          status: 'sent' as const,
+        })),
+      )
+      const books: AcceptedPart[] = parts.map(({ h, p }) => ({ partId: partId(h.recipient.id, p.sequence), carrierMessageId: p.carrierMessageId, to: h.recipient.phoneNumber }))
+      await carrier.record(trx, books)
+    }
+    for (const h of sentHere) {
+      moves.add({ from: 'queued', to: 'sent' }, h.carrier.name)
+      progress.count(h.message.id, h.message.broadcastId, { sent: 1 })
+      await progress.event(smsSent({ messageId: h.message.id, accountId: h.recipient.accountId, phoneNumber: h.recipient.phoneNumber }, now), h.message.kind === 'broadcast')
+    }
+
+    const failures = [
+      ...handoffs.filter((h): h is Handoff & { error: string } => h.error !== null),
+      ...optedOut.map((o) => ({ ...o, error: OPTED_OUT_ERROR, refund: true })),
+    ]
+    for (const f of failures) {
+      const failed = await moveRecipients(trx, nodeId, [f.recipient.id], { status: 'failed', failed_at: at, error: f.error })
+      if (!failed.has(f.recipient.id)) continue
+      moves.add({ from: 'queued', to: 'failed' }, 'carrier' in f ? f.carrier.name : 'none')
+      progress.count(f.message.id, f.message.broadcastId, { failed: 1 })
+      await progress.event(smsFailed({ messageId: f.message.id, accountId: f.recipient.accountId, phoneNumber: f.recipient.phoneNumber }, now, f.error), f.message.kind === 'broadcast')
+      if ('refund' in f && !f.message.sandbox && f.message.kind !== 'reply') {
+        await refund(trx, f.recipient.accountId, f.message.segments, now)
+        await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${f.message.segments}` }).where('id', '=', f.message.id).execute()
+      }
+    }
+    await progress.write(trx, now)
+  })
+  moves.record()
+}
+
+/** Moves recipients this node holds out of the queue; answers which ones moved. */
+async function moveRecipients(
+  trx: Transaction<DB>,
+  nodeId: string,
+  ids: readonly number[],
+  changes: { status: 'sent'; sent_at: string } | { status: 'failed'; failed_at: string; error: string },
+  carrierIds?: ReadonlyMap<number, string | null>,
+): Promise<Set<number>> {
+  const moved = new Set<number>()
+  for (let start = 0; start < ids.length; start += IDS_PER_STATEMENT) {
+    const chunk = ids.slice(start, start + IDS_PER_STATEMENT)
+    const rows = await trx
+      .updateTable('message_recipients')
+      .set({ ...changes, ...Leases.released(), ...(carrierIds ? { carrier_message_id: carrierIdCase(chunk, carrierIds) } : {}) })
+      .where('id', 'in', chunk)
+      .where('status', '=', 'queued')
+      .where('lease_owner', '=', nodeId)
+      .returning('id')
+      .execute()
+    for (const row of rows) moved.add(Number(row.id))
+  }
+  return moved
+}
+
+/** `case id when … then … end`: one statement gives each row its own value. */
+function carrierIdCase(ids: readonly number[], carrierIds: ReadonlyMap<number, string | null>) {
+  const branches = ids.map((id) => sql`when ${id} then ${carrierIds.get(id) ?? null}`)
+  return sql<string | null>`case id ${sql.join(branches, sql` `)} end`
+}
