@@ -23,12 +23,13 @@ import { installStoreMetrics } from './platform/metrics/store.js'
 import { createLogger } from './platform/logger.js'
 import { NotFound } from './platform/problems.js'
 import { OutboxRelay } from './platform/outbox/relay.js'
-import { accountsRoutes, createSessionSigner } from './modules/accounts/index.js'
-import { audienceRoutes, ContactImporter, SegmentCountCache } from './modules/audience/index.js'
-import { KeyCache, KeyUsageRecorder, keysRoutes, verifyApiKey } from './modules/keys/index.js'
-import { DEFAULT_BROADCAST_QUEUE, Messaging } from './modules/messaging/index.js'
-import { Webhooks } from './modules/webhooks/index.js'
-import { Push, RedisPushBroker, StorePushBroker } from './modules/push/index.js'
+import { createAccounts } from './modules/accounts/index.js'
+import { createAudience } from './modules/audience/index.js'
+import { createKeys } from './modules/keys/index.js'
+import { createMessaging, DEFAULT_BROADCAST_QUEUE } from './modules/messaging/index.js'
+import { createWebhooks, type Webhooks } from './modules/webhooks/index.js'
+import { createPush, type Push } from './modules/push/index.js'
+import type { AppModule, PlatformDeps } from './platform/module.js'
 import { CombinedDemand } from './platform/outbox/demand.js'
 
 /** What the composition root built, for main.ts and tests. */
@@ -36,7 +37,6 @@ export interface Platform {
   config: Config
   store: Store
   relay: OutboxRelay
-  segmentCounts: SegmentCountCache
   leases: Leases
   webhooks: Webhooks
   push: Push
@@ -82,41 +82,42 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     retentionMs: config.outboxRetentionHours * 3_600_000,
     metrics,
   })
-  const usage = new KeyUsageRecorder(store.db, logger.child({ component: 'key-usage' }), config.keyUsageFlushMs)
-  const sessions = createSessionSigner(config.jwtSecret, clock)
   // SQLite: writes by other connections (data_version); PostgreSQL: LISTEN/NOTIFY on a connection of its own.
-  const changeSignals = openChangeSignals(config.database, store.db, logger.child({ component: 'change-signals' }), config.nodeId)
-  const keyCache = new KeyCache(changeSignals, config.keyCacheTtlMs)
-  const keysDeps = { db: store.db, dialect: store.dialect, clock, usage, cache: keyCache, signals: changeSignals }
-  // Consumers that read per-recipient events (webhooks) add their demand here.
-  const eventDemand = new CombinedDemand()
-  const audienceDeps = { db: store.db, dialect: store.dialect, clock, readLong: store.readLong, demand: eventDemand }
-  const segmentCounts = new SegmentCountCache(audienceDeps, logger.child({ component: 'segment-counts' }), {
-    settleMs: config.segmentCountSettleMs,
-    maxStaleMs: config.segmentCountMaxStaleMs,
-    pollMs: Math.min(1000, config.segmentCountSettleMs),
-  })
+  const signals = openChangeSignals(config.database, store.db, logger.child({ component: 'change-signals' }), config.nodeId)
   const leases = new Leases(store.db, store.dialect, clock, logger.child({ component: 'leases' }), {
     nodeId: config.nodeId,
     ttlMs: config.leaseTtlMs,
     reclaimForeignAtStart: config.database.kind === 'sqlite',
   })
-  const importer = new ContactImporter(
-    audienceDeps,
-    logger.child({ component: 'contact-import' }),
-    { maxBytes: config.importMaxBytes, batchSize: 2000, parserThreads: config.importParserThreads },
-    leases,
-    metrics,
-  )
-  const webhooks = new Webhooks(store, clock, leases, relay, metrics, logger.child({ component: 'webhooks' }), {
+  // Consumers that read per-recipient events (webhooks) add their demand here.
+  const demand = new CombinedDemand()
+  const deps: PlatformDeps = { store, clock, logger, metrics, leases, relay, demand, signals, redis }
+
+  const accounts = createAccounts(deps, {
+    jwtSecret: config.jwtSecret,
+    allowSignup: config.allowSignup,
+    signupCredits: config.signupCredits,
+    loginAttemptsPerMinute: config.loginAttemptsPerMinute,
+    adminEnabled: config.adminToken !== undefined,
+  })
+  const keys = createKeys(deps, { usageFlushMs: config.keyUsageFlushMs, cacheTtlMs: config.keyCacheTtlMs })
+  const audience = createAudience(deps, {
+    imports: { maxBytes: config.importMaxBytes, batchSize: 2000, parserThreads: config.importParserThreads },
+    segmentCounts: {
+      settleMs: config.segmentCountSettleMs,
+      maxStaleMs: config.segmentCountMaxStaleMs,
+      pollMs: Math.min(1000, config.segmentCountSettleMs),
+    },
+  })
+  const webhooks = createWebhooks(deps, {
     timeoutMs: config.webhookTimeoutMs,
     retryScheduleMs: config.webhookRetryScheduleMs,
     allowPrivateNetworks: config.webhookAllowPrivateNetworks,
     logRetentionDays: config.webhookLogRetentionDays,
     ...(options.webhookCa ? { ca: options.webhookCa } : {}),
   })
-  eventDemand.add(webhooks.demand)
-  const messaging = new Messaging(store, clock, leases, eventDemand, metrics, logger.child({ component: 'messaging' }), {
+  demand.add(webhooks.demand)
+  const messaging = createMessaging(deps, {
     carrier: config.carrier,
     simulatorDeliveryDelayMs: config.simulatorDeliveryDelayMs,
     ...(config.smppUrl ? { smpp: { url: config.smppUrl, window: config.smppWindow, maxPerSecond: config.smppMaxPerSecond } } : {}),
@@ -127,19 +128,17 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // waits for it: 2,000 contacts keep that wait to a few milliseconds.
     broadcastQueue: { chunkSize: config.database.kind === 'postgres' ? DEFAULT_BROADCAST_QUEUE.chunkSize : 2_000 },
   })
-  const pushHistory = { historySize: config.pushHistorySize, historyTtlS: config.pushHistoryTtlS }
-  // Cluster mode: history in Redis Streams and fan-out through Redis; embedded: the store and this process.
-  const pushBroker =
-    redis
-      ? new RedisPushBroker(redis, { nodeId: config.nodeId, ...pushHistory })
-      : new StorePushBroker(store, clock, logger.child({ component: 'push-history' }), pushHistory)
-  const push = new Push(pushBroker, clock, logger.child({ component: 'push' }), {
+  const push = createPush(deps, {
     jwtSecret: config.jwtSecret,
     corsOrigins: config.pushCorsOrigins,
     pingIntervalMs: config.pushPingIntervalMs,
     coalesceWrites: config.pushCoalesceWrites ?? 'auto',
-  }, metrics)
-  const accountsDeps = { db: store.db, clock, sessions, allowSignup: config.allowSignup, signupCredits: config.signupCredits }
+    history: { historySize: config.pushHistorySize, historyTtlS: config.pushHistoryTtlS },
+    nodeId: config.nodeId,
+  })
+  // Started and stopped in this order: what produces work (imports, sends) stops before
+  // what consumes it (webhook deliveries, push streams).
+  const modules: AppModule[] = [accounts, keys, audience, messaging, webhooks, push]
 
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -158,7 +157,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // installDraining refuses requests that arrive while closing, as problem+json.
     return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>()
-  app.decorate('platform', { config, store, relay, segmentCounts, leases, webhooks, push, clock, logger })
+  app.decorate('platform', { config, store, relay, leases, webhooks, push, clock, logger })
 
   // JSON only, unless a route's module adds a parser of its own (CSV import).
   app.removeContentTypeParser('text/plain')
@@ -167,11 +166,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installClientErrors(app)
   installDraining(app)
   installAuth(app, {
-    verifyApiKey: (rawKey) => verifyApiKey(keysDeps, rawKey),
-    verifySession: async (token) => {
-      const claims = await sessions.verify(token)
-      return claims && { kind: 'session', accountId: claims.accountId, userId: claims.userId }
-    },
+    verifyApiKey: keys.verifyApiKey,
+    verifySession: accounts.verifySession,
     adminToken: config.adminToken,
   })
   await installRateLimit(app, { perSecond: config.rateLimitPerSecond, redis })
@@ -180,40 +176,21 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   installMetrics(app, metrics, { token: config.metricsToken })
   await installDashboard(app)
 
-  await app.register(accountsRoutes, {
-    deps: accountsDeps,
-    loginAttemptsPerMinute: config.loginAttemptsPerMinute,
-    adminEnabled: config.adminToken !== undefined,
-  })
-  await app.register(keysRoutes, { deps: keysDeps })
-  await app.register(audienceRoutes, { deps: audienceDeps, importer })
-  await messaging.register(app)
-  await webhooks.register(app)
-  await push.register(app)
+  for (const module of modules) await app.register(module.routes)
 
   app.addHook('onReady', async () => {
     relay.start()
-    await changeSignals.start()
-    usage.start()
-    segmentCounts.start()
-    await importer.start()
-    await messaging.start()
-    webhooks.start()
-    await push.start()
-    // After every kind of leased work is registered: the first sweep settles what an
+    await signals.start()
+    for (const module of modules) await module.start()
+    // After every module has handed over its leased work: the first sweep settles what an
     // earlier run left behind.
     await leases.start()
   })
   app.addHook('onClose', async () => {
-    await importer.stop()
-    await messaging.stop()
-    await webhooks.stop()
-    await push.stop()
+    for (const module of modules) await module.stop()
     await leases.stop()
     await relay.stop()
-    await usage.stop()
-    await changeSignals.stop()
-    await segmentCounts.stop()
+    await signals.stop()
     redis?.disconnect()
     await store.close()
     metrics.stop()

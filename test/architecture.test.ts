@@ -6,12 +6,29 @@ import { describe, expect, it } from 'vitest'
 const SRC = fileURLToPath(new URL('../src', import.meta.url))
 const MODULES = join(SRC, 'modules')
 const PLATFORM = join(SRC, 'platform')
+const WEB = fileURLToPath(new URL('../web', import.meta.url))
+const BENCH = fileURLToPath(new URL('../bench', import.meta.url))
+
+/**
+ * The modules each module may import (through their index.ts). A producer of events
+ * never imports a consumer of them: what it needs to know of its consumers (whether
+ * anything reads an event type) is injected as an EventDemand.
+ */
+const MODULE_IMPORTS: Record<string, readonly string[]> = {
+  accounts: [],
+  keys: [],
+  audience: [],
+  messaging: ['accounts', 'audience'],
+  webhooks: [],
+  push: [],
+}
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name)
+    if (name === 'node_modules' || name === 'dist') return []
     if (statSync(path).isDirectory()) return sourceFiles(path)
-    return /\.(ts|mts|cts|js|mjs)$/.test(name) ? [path] : []
+    return /\.(ts|tsx|mts|cts|js|mjs)$/.test(name) ? [path] : []
   })
 }
 
@@ -61,6 +78,48 @@ describe('architecture', () => {
         const other = moduleOf(target)
         if (other === undefined || other === own) continue
         if (target !== join(MODULES, other, 'index.js')) violations.push(`${display(file)} imports ${display(target)}`)
+      }
+    }
+    expect(violations).toEqual([])
+  })
+
+  it('lets a module import only the modules it is allowed to, so no producer imports its consumer', () => {
+    const modules = readdirSync(MODULES).filter((name) => statSync(join(MODULES, name)).isDirectory())
+    expect(modules.sort()).toEqual(Object.keys(MODULE_IMPORTS).sort())
+    const violations: string[] = []
+    for (const file of sourceFiles(MODULES)) {
+      const own = moduleOf(file)!
+      for (const target of relativeImports(file)) {
+        const other = moduleOf(target)
+        if (other === undefined || other === own) continue
+        if (!MODULE_IMPORTS[own]!.includes(other)) violations.push(`${display(file)} imports module ${other}`)
+      }
+    }
+    expect(violations).toEqual([])
+  })
+
+  it('keeps the dashboard to itself: it talks to the server over HTTP only', () => {
+    const files = sourceFiles(join(WEB, 'src'))
+    expect(files.length).toBeGreaterThan(10)
+    const violations = files.flatMap((file) =>
+      relativeImports(file)
+        .filter((target) => relative(WEB, target).startsWith('..'))
+        .map((target) => `${relative(WEB, file)} imports ${relative(WEB, target)}`),
+    )
+    expect(violations).toEqual([])
+  })
+
+  it("lets the benchmarks use the platform and modules' index.ts only", () => {
+    const files = sourceFiles(BENCH)
+    expect(files.length).toBeGreaterThan(10)
+    const violations: string[] = []
+    for (const file of files) {
+      for (const target of relativeImports(file)) {
+        if (relative(BENCH, target).startsWith('..') === false) continue
+        const inPlatform = !relative(PLATFORM, target).startsWith('..')
+        const other = moduleOf(target)
+        const throughIndex = other !== undefined && target === join(MODULES, other, 'index.js')
+        if (!inPlatform && !throughIndex) violations.push(`bench/${relative(BENCH, file)} imports ${relative(join(SRC, '..'), target)}`)
       }
     }
     expect(violations).toEqual([])

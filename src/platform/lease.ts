@@ -63,7 +63,7 @@ export class Leases {
     return this.options.nodeId
   }
 
-  register(work: LeasedWork): void {
+  manage(work: LeasedWork): void {
     this.work.set(work.table, work)
   }
 

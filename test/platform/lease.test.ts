@@ -31,7 +31,7 @@ beforeEach(async () => {
 function node(name: string, reclaimForeignAtStart = false) {
   const reclaimed: string[] = []
   const leases = new Leases(db, server.app.platform.store.dialect, clock, pino({ level: 'silent' }), { nodeId: name, ttlMs: TTL, reclaimForeignAtStart })
-  leases.register({
+  leases.manage({
     table: 'contact_imports',
     reclaim: async (trx: Transaction<DB>, ids: string[]) => {
       reclaimed.push(...ids)

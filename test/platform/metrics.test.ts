@@ -332,7 +332,7 @@ describe('the store-wide queue gauges', () => {
       const metrics = new Metrics(logger, { enabled: false })
       new MessagingMetrics(metrics).watchQueue(store.db, store.readLong, systemClock, 3)
       const relay = new OutboxRelay({ store, logger, clock: systemClock, pollMs: 1000, retentionMs: 3_600_000, metrics })
-      relay.register({ name: 'webhooks', handle: async () => {} })
+      relay.subscribe({ name: 'webhooks', handle: async () => {} })
       const families = parseExposition((await metrics.expose()).text)
       expect(valueOf(families, 'sms_queued_recipients', { scope: 'store' })).toBe(3)
       expect(valueOf(families, 'sms_oldest_queued_age_seconds', { scope: 'store' })).toBeGreaterThanOrEqual(600)

@@ -25,7 +25,7 @@ function event(accountId: string, label: string): DomainEvent {
 /** Registers a consumer that remembers every event it is handed, and returns that record. */
 function recordingConsumer(on: TestServer, name = `recorder-${randomUUID()}`): RelayedEvent[] {
   const received: RelayedEvent[] = []
-  on.app.platform.relay.register({
+  on.app.platform.relay.subscribe({
     name,
     handle: async (_trx, events) => {
       received.push(...events)
@@ -106,7 +106,7 @@ describe('the outbox relay', () => {
 
   it('hands a consumer that takes only the first events of a batch the rest in the next, each once, in order', async () => {
     const received: RelayedEvent[] = []
-    server.app.platform.relay.register({
+    server.app.platform.relay.subscribe({
       name: `one-at-a-time-${randomUUID()}`,
       handle: async (_trx, events) => {
         received.push(events[0]!)
@@ -135,7 +135,7 @@ describe('the outbox relay', () => {
     const handled: string[][] = []
     let failures = 0
     const name = `flaky-${randomUUID()}`
-    server.app.platform.relay.register({
+    server.app.platform.relay.subscribe({
       name,
       handle: async (trx, events) => {
         const mine = events.filter((e) => e.accountId === accountId)
@@ -290,7 +290,7 @@ describe('outbox retention', () => {
       const [old] = await commit(on, [{ type: 'ContactCreated', accountId: randomUUID(), occurredAt: clock.now(), data: {} }])
       await drainUntilRelayed(on, received, old!)
       // A consumer whose every batch fails: its position stays before the event.
-      on.app.platform.relay.register({
+      on.app.platform.relay.subscribe({
         name: 'always-failing',
         handle: async () => {
           throw new Error('receiver down')

@@ -18,7 +18,7 @@ export class EventProbe {
 
   static async attach(server: TestServer, name: string): Promise<EventProbe> {
     const relayed: RelayedEvent[] = []
-    server.app.platform.relay.register({ name, handle: async (_trx, events) => void relayed.push(...events) })
+    server.app.platform.relay.subscribe({ name, handle: async (_trx, events) => void relayed.push(...events) })
     const fence = await signUp(server, 'Fence')
     return new EventProbe(server, { accountId: fence.accountId, key: await createKey(server, fence) }, relayed)
   }

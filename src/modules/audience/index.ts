@@ -1,10 +1,5 @@
 /** Audience: contacts, contact lists, rule-based segments and the rule compiler. */
-export { audienceRoutes } from './routes.js'
-export type { AudienceDeps } from './deps.js'
-/** Keeps segments' cached contactCount fresh in the background. */
-/** Runs CSV imports in the background; start() fails imports a dead node left behind. */
-export { ContactImporter, type ImportOptions } from './imports/service.js'
-export { SegmentCountCache, DEFAULT_COUNT_CACHE, type CountCacheOptions } from './segments/counts.js'
+export { createAudience, type AudienceOptions } from './audience.js'
 /** Compiles a segment's rules to one SQL predicate over `contacts` (for broadcasts: INSERT … SELECT). */
 export { compileRuleSet } from './segments/sql.js'
 export { parseRules, type Rule, type RuleSet } from './segments/rules.js'

@@ -1,3 +1,3 @@
 /** Messaging: SMS sending, pricing, carriers, the dispatcher, receipts, inbound and opt-out, broadcasts. */
-export { Messaging, type MessagingOptions } from './messaging.js'
+export { createMessaging, Messaging, type MessagingOptions } from './messaging.js'
 export { DEFAULT_BROADCAST_QUEUE } from './broadcasts/queue.js'

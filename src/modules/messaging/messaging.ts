@@ -1,11 +1,6 @@
-import type { FastifyInstance } from 'fastify'
-import type { Compilable, Kysely } from 'kysely'
+import type { FastifyPluginAsync } from 'fastify'
 import type { Logger } from 'pino'
-import type { Clock } from '../../platform/clock.js'
-import type { Dialect } from '../../platform/db/dialect.js'
-import type { DB } from '../../platform/db/schema.js'
-import type { Leases } from '../../platform/lease.js'
-import type { Metrics } from '../../platform/metrics/registry.js'
+import type { AppModule, PlatformDeps } from '../../platform/module.js'
 import type { EventDemand } from '../../platform/outbox/demand.js'
 import { BroadcastQueue, DEFAULT_BROADCAST_QUEUE, type BroadcastQueueOptions } from './broadcasts/queue.js'
 import { broadcastRoutes } from './broadcasts/routes.js'
@@ -35,12 +30,12 @@ export interface MessagingOptions {
   broadcastQueue?: BroadcastQueueOptions
 }
 
-export interface MessagingStore {
-  db: Kysely<DB>
-  /** The connection of background work: on SQLite its statements run on a thread of their own. */
-  background: Kysely<DB>
-  dialect: Dialect
-  readLong<T>(query: Compilable<T>): Promise<T[]>
+/** What the messaging module is built from (the event demand: whether per-recipient events are read). */
+export type MessagingModuleDeps = Pick<PlatformDeps, 'store' | 'clock' | 'logger' | 'leases' | 'metrics' | 'demand'>
+
+/** The messaging module put together (see Messaging). */
+export function createMessaging(deps: MessagingModuleDeps, options: MessagingOptions): Messaging {
+  return new Messaging(deps, options)
 }
 
 const PURGE_EVERY_MS = 3_600_000
@@ -51,7 +46,7 @@ const RECEIPT_TIMEOUT_SWEEP_MS = 2_000
  * The messaging module put together: carriers, the dispatcher, receipts, inbound and the
  * broadcast scheduler, over one set of dependencies. app.ts builds one and starts it.
  */
-export class Messaging {
+export class Messaging implements AppModule {
   readonly deps: MessagingDeps & { demand: EventDemand }
   /**
    * The same, over the background connection: queueing broadcasts, dispatch, receipts and
@@ -67,16 +62,14 @@ export class Messaging {
   private readonly scheduler: BroadcastScheduler
   private readonly broadcastQueue: BroadcastQueue
   private purgeTimer: NodeJS.Timeout | undefined
+  private readonly logger: Logger
 
   constructor(
-    store: MessagingStore,
-    clock: Clock,
-    leases: Leases,
-    demand: EventDemand,
-    metrics: Metrics,
-    private readonly logger: Logger,
+    { store, clock, logger: appLogger, leases, metrics, demand }: MessagingModuleDeps,
     private readonly options: MessagingOptions,
   ) {
+    const logger = appLogger.child({ component: 'messaging' })
+    this.logger = logger
     const messagingMetrics = new MessagingMetrics(metrics)
     this.deps = {
       db: store.db,
@@ -134,12 +127,12 @@ export class Messaging {
     return this.live.name === 'simulator'
   }
 
-  async register(app: FastifyInstance): Promise<void> {
+  readonly routes: FastifyPluginAsync = async (app) => {
     await app.register(smsRoutes, { deps: this.deps, simulatorActive: this.simulatorActive })
     await app.register(broadcastRoutes, { deps: this.deps })
   }
 
-  /** Registers leased work and starts everything; call before leases.start(). */
+  /** Hands its leased work to the leases and starts everything; call before leases.start(). */
   async start(): Promise<void> {
     const handlers = (carrier: Carrier) => ({
       onReceipt: (receipt: Parameters<ReceiptRecorder['record']>[1]) => this.receipts.record(carrier, receipt),
@@ -150,7 +143,7 @@ export class Messaging {
     })
     await this.live.start(handlers(this.live))
     await this.sandbox.start(handlers(this.sandbox))
-    this.dispatcher.register()
+    this.dispatcher.manageLeasedWork()
     await this.scheduler.start()
     this.dispatcher.start()
     this.receiptTimeouts.start()

@@ -1,8 +1,11 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyPluginAsync } from 'fastify'
 import type { Logger } from 'pino'
 import type { Clock } from '../../platform/clock.js'
+import type { AppModule, PlatformDeps } from '../../platform/module.js'
 import type { Metrics } from '../../platform/metrics/registry.js'
 import type { PushBroker } from './broker.js'
+import { RedisPushBroker } from './redis-broker.js'
+import { StorePushBroker } from './store-broker.js'
 import { WriteCoalescing, type CoalesceMode } from './coalescing.js'
 import { Hub } from './hub.js'
 import { PushMetrics } from './metrics.js'
@@ -19,11 +22,31 @@ export interface PushOptions {
   coalesceWrites: CoalesceMode
 }
 
+export interface PushModuleOptions extends PushOptions {
+  /** PUSH_HISTORY_SIZE and PUSH_HISTORY_TTL_S: what a reconnecting stream can replay. */
+  history: { historySize: number; historyTtlS: number }
+  /** NODE_ID: names this node to the others in cluster mode. */
+  nodeId: string
+}
+
+/**
+ * The push module put together over the broker of the mode it runs in: in cluster mode
+ * (`redis`) history in Redis Streams and fan-out through Redis; embedded, the store and
+ * this process.
+ */
+export function createPush(deps: Pick<PlatformDeps, 'store' | 'clock' | 'logger' | 'metrics' | 'redis'>, options: PushModuleOptions): Push {
+  const { store, clock, logger, metrics, redis } = deps
+  const broker = redis
+    ? new RedisPushBroker(redis, { nodeId: options.nodeId, ...options.history })
+    : new StorePushBroker(store, clock, logger.child({ component: 'push-history' }), options.history)
+  return new Push(broker, clock, logger.child({ component: 'push' }), options, metrics)
+}
+
 /**
  * The push module put together: tokens, publish, and this node's streams over whichever
  * broker the composition root chose (the store in embedded mode, Redis in cluster mode).
  */
-export class Push {
+export class Push implements AppModule {
   readonly hub: Hub
   private readonly metrics: PushMetrics
 
@@ -42,7 +65,7 @@ export class Push {
     })
   }
 
-  async register(app: FastifyInstance): Promise<void> {
+  readonly routes: FastifyPluginAsync = async (app) => {
     const deps = {
       broker: this.broker,
       hub: this.hub,

@@ -1,11 +1,6 @@
-import type { FastifyInstance } from 'fastify'
-import type { Logger } from 'pino'
+import type { FastifyPluginAsync } from 'fastify'
 import type { Dispatcher } from 'undici'
-import type { Clock } from '../../platform/clock.js'
-import type { Store } from '../../platform/db/connect.js'
-import type { Leases } from '../../platform/lease.js'
-import type { Metrics } from '../../platform/metrics/registry.js'
-import type { OutboxRelay } from '../../platform/outbox/relay.js'
+import type { AppModule, PlatformDeps } from '../../platform/module.js'
 import { WebhookDemand } from './demand.js'
 import type { WebhooksDeps } from './deps.js'
 import { webhookFanOut } from './fanout.js'
@@ -32,12 +27,19 @@ const WORKER = { maxInFlight: 128, sendAhead: 128, maxInFlightPerWebhook: 4, idl
 /** Connections per origin for tests and retries sent on request (the worker's are its own). */
 const MANUAL_CONNECTIONS = 16
 
+export type WebhooksModuleDeps = Pick<PlatformDeps, 'store' | 'clock' | 'logger' | 'leases' | 'relay' | 'metrics'>
+
+/** The webhooks module put together (see Webhooks); its `demand` answers for the events it reads. */
+export function createWebhooks(deps: WebhooksModuleDeps, options: WebhooksOptions): Webhooks {
+  return new Webhooks(deps, options)
+}
+
 /**
  * The webhooks module put together: routes, the outbox consumer that fans events out to
  * deliveries, the worker that attempts them, log retention, and the demand broadcasts
  * ask before writing per-recipient events. app.ts builds one and starts it.
  */
-export class Webhooks {
+export class Webhooks implements AppModule {
   readonly demand: WebhookDemand
   private readonly deps: ManualAttemptDeps
   /** Sends what is tested or retried on request. */
@@ -47,7 +49,8 @@ export class Webhooks {
   private readonly worker: DeliveryWorker
   private readonly retention: LogRetention
 
-  constructor(store: Store, clock: Clock, leases: Leases, relay: OutboxRelay, metrics: Metrics, logger: Logger, options: WebhooksOptions) {
+  constructor({ store, clock, logger: appLogger, leases, relay, metrics }: WebhooksModuleDeps, options: WebhooksOptions) {
+    const logger = appLogger.child({ component: 'webhooks' })
     this.demand = new WebhookDemand(store.db, store.readLong, DEMAND_TTL_MS)
     const ca = options.ca ? { ca: options.ca } : {}
     this.agent = createDeliveryAgent({ allowPrivateNetworks: options.allowPrivateNetworks, connections: MANUAL_CONNECTIONS, ...ca })
@@ -68,16 +71,16 @@ export class Webhooks {
     })
     this.retention = new LogRetention(store.background, clock, logger.child({ component: 'webhook-retention' }), options.logRetentionDays * 86_400_000)
     // Registered now, so the relay never prunes events before this consumer has a position.
-    relay.register(webhookFanOut(store.background, clock, () => this.worker.expectDeliveries()))
+    relay.subscribe(webhookFanOut(store.background, clock, () => this.worker.expectDeliveries()))
   }
 
-  async register(app: FastifyInstance): Promise<void> {
+  readonly routes: FastifyPluginAsync = async (app) => {
     await app.register(webhookRoutes, { deps: this.deps })
   }
 
-  /** Registers leased work and starts the worker and retention; call before leases.start(). */
-  start(): void {
-    this.worker.register()
+  /** Hands its leased work to the leases and starts the worker and retention; call before leases.start(). */
+  async start(): Promise<void> {
+    this.worker.manageLeasedWork()
     this.worker.start()
     this.retention.start()
   }

@@ -109,15 +109,15 @@ export class DeliveryWorker {
     private readonly options: DeliveryWorkerOptions,
   ) {}
 
-  /** Registers deliveries and jobs as leased work; call before leases.start(). */
-  register(): void {
-    this.leases.register({
+  /** Hands deliveries and jobs to the leases as leased work; call before leases.start(). */
+  manageLeasedWork(): void {
+    this.leases.manage({
       table: 'webhook_deliveries',
       // An attempt in flight when its node died left no log and no outcome: freeing the
       // claim makes the delivery due again for any node, with the same attempt number.
       reclaim: (trx, ids) => queries.releaseDeliveries(trx, ids.map(String)),
     })
-    this.leases.register({
+    this.leases.manage({
       table: 'webhook_jobs',
       // The next claim attempts the job's deliveries that have no row yet.
       reclaim: (trx, ids) => queries.releaseJobs(trx, ids.map(String)),

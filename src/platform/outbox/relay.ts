@@ -19,7 +19,7 @@ export interface OutboxConsumer {
   /** Stable name: the consumer's position is stored under it and survives restarts. */
   readonly name: string
   /**
-   * Where a consumer registered for the first time starts: at the oldest event kept
+   * Where a consumer subscribed for the first time starts: at the oldest event kept
    * (the default), or at the end of the outbox, seeing only events committed after.
    */
   readonly startAt?: 'beginning' | 'end'
@@ -55,7 +55,7 @@ interface PassOptions {
 }
 
 /**
- * Hands committed outbox events, in commit order, to each registered consumer. Each
+ * Hands committed outbox events, in commit order, to each subscribed consumer. Each
  * consumer advances on its own cursor, locked while a batch is handled, so several
  * nodes can run the relay and a batch is still handled by one of them at a time.
  */
@@ -82,8 +82,8 @@ export class OutboxRelay {
     this.watchBacklog(options.metrics)
   }
 
-  register(consumer: OutboxConsumer): void {
-    if (this.consumers.has(consumer.name)) throw new Error(`outbox consumer ${consumer.name} is already registered`)
+  subscribe(consumer: OutboxConsumer): void {
+    if (this.consumers.has(consumer.name)) throw new Error(`outbox consumer ${consumer.name} is already subscribed`)
     this.consumers.set(consumer.name, consumer)
   }
 
@@ -142,7 +142,7 @@ export class OutboxRelay {
   }
 
   /**
-   * Deletes events older than the retention that every registered consumer has passed,
+   * Deletes events older than the retention that every subscribed consumer has passed,
    * a bounded number at a time. Events a consumer has not reached stay, however old.
    * Returns how many were deleted.
    */
@@ -266,7 +266,7 @@ export class OutboxRelay {
   }
 
   /**
-   * Store-wide gauges per registered consumer, from its cursor: events not yet relayed
+   * Store-wide gauges per subscribed consumer, from its cursor: events not yet relayed
    * (a capped count) and how old the oldest of them is. Both walk the relay order's
    * index from the cursor, on SQLite on the reader thread.
    */

@@ -71,7 +71,7 @@ export class ContactImporter {
 
   /** Registers imports as leased work: an import whose node is gone is failed (interrupted). */
   async start(): Promise<void> {
-    this.leases.register({
+    this.leases.manage({
       table: 'contact_imports',
       reclaim: (trx, ids, at) => importQueries.failInterruptedImports(trx, ids.map(String), at.toISOString(), INTERRUPTED),
     })

@@ -38,7 +38,7 @@ export class BroadcastScheduler {
 
   /** Registers broadcasts as leased work and starts polling; call before leases.start(). */
   async start(): Promise<void> {
-    this.leases.register({
+    this.leases.manage({
       table: 'broadcasts',
       // Starting is one transaction, so a dead holder left nothing half done: freeing the
       // claim is enough for the next poll to start the broadcast.

@@ -101,8 +101,8 @@ export class Dispatcher {
     this.journal = new HandoffJournal(deps.db)
   }
 
-  register(): void {
-    this.leases.register({
+  manageLeasedWork(): void {
+    this.leases.manage({
       table: 'message_recipients',
       // Still queued: freeing the claim puts them back in the queue for any node.
       reclaim: async (trx, ids) => {

@@ -1,0 +1,47 @@
+import type { Authenticators } from '../../platform/http/auth.js'
+import type { AppModule, PlatformDeps } from '../../platform/module.js'
+import { accountsRoutes } from './routes.js'
+import type { AccountsDeps } from './service.js'
+import { createSessionSigner } from './sessions.js'
+
+export interface AccountsOptions {
+  /** JWT_SECRET: dashboard sessions are signed with it. */
+  jwtSecret: string
+  allowSignup: boolean
+  signupCredits: number
+  loginAttemptsPerMinute: number
+  /** Whether ADMIN_TOKEN is set (the admin top-up route exists only then). */
+  adminEnabled: boolean
+}
+
+export interface AccountsModule extends AppModule {
+  /** Checks a dashboard session token, for the platform's authentication. */
+  verifySession: Authenticators['verifySession']
+}
+
+/** The accounts module put together: sign-up, login, sessions, the account and its credits. */
+export function createAccounts(deps: Pick<PlatformDeps, 'store' | 'clock'>, options: AccountsOptions): AccountsModule {
+  const sessions = createSessionSigner(options.jwtSecret, deps.clock)
+  const accountsDeps: AccountsDeps = {
+    db: deps.store.db,
+    clock: deps.clock,
+    sessions,
+    allowSignup: options.allowSignup,
+    signupCredits: options.signupCredits,
+  }
+  return {
+    routes: async (app) => {
+      await app.register(accountsRoutes, {
+        deps: accountsDeps,
+        loginAttemptsPerMinute: options.loginAttemptsPerMinute,
+        adminEnabled: options.adminEnabled,
+      })
+    },
+    start: async () => {},
+    stop: async () => {},
+    verifySession: async (token) => {
+      const claims = await sessions.verify(token)
+      return claims && { kind: 'session', accountId: claims.accountId, userId: claims.userId }
+    },
+  }
+}
