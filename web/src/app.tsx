@@ -1,29 +1,38 @@
-import { useEffect, type ReactNode } from 'react'
+import { lazy, Suspense, useEffect, type ComponentType, type LazyExoticComponent } from 'react'
 import { Layout } from './components/layout'
-import { ContactsPage } from './pages/contacts-page'
-import { KeysPage } from './pages/keys-page'
 import { LoginPage } from './pages/login-page'
-import { OverviewPage } from './pages/overview-page'
-import { SignupPage } from './pages/signup-page'
-import { PushPage } from './pages/push-page'
-import { SegmentsPage } from './pages/segments-page'
-import { BroadcastsPage } from './pages/broadcasts-page'
-import { SmsPage } from './pages/sms-page'
-import { WebhooksPage } from './pages/webhooks-page'
 import { NotFoundPage } from './pages/not-found-page'
+import { SignupPage } from './pages/signup-page'
 import { PATHS, PUBLIC_PATHS } from './paths'
 import { navigate, usePath } from './router'
 import { useSession } from './session'
 
-const PAGES: Record<string, { title: string; render: () => ReactNode }> = {
-  [PATHS.overview]: { title: 'Overview', render: () => <OverviewPage /> },
-  [PATHS.keys]: { title: 'API keys', render: () => <KeysPage /> },
-  [PATHS.sms]: { title: 'SMS', render: () => <SmsPage /> },
-  [PATHS.contacts]: { title: 'Contacts', render: () => <ContactsPage /> },
-  [PATHS.segments]: { title: 'Segments', render: () => <SegmentsPage /> },
-  [PATHS.broadcasts]: { title: 'Broadcasts', render: () => <BroadcastsPage /> },
-  [PATHS.webhooks]: { title: 'Webhooks', render: () => <WebhooksPage /> },
-  [PATHS.push]: { title: 'Push console', render: () => <PushPage /> },
+/**
+ * A page in a chunk of its own, fetched the first time it is opened: a visitor's first load
+ * carries only the login and signup pages, and no chunk outgrows Vite's size warning.
+ */
+function lazyPage<Name extends string>(load: () => Promise<Record<Name, ComponentType>>, name: Name): LazyExoticComponent<ComponentType> {
+  return lazy(async () => ({ default: (await load())[name] }))
+}
+
+const OverviewPage = lazyPage(() => import('./pages/overview-page'), 'OverviewPage')
+const KeysPage = lazyPage(() => import('./pages/keys-page'), 'KeysPage')
+const SmsPage = lazyPage(() => import('./pages/sms-page'), 'SmsPage')
+const ContactsPage = lazyPage(() => import('./pages/contacts-page'), 'ContactsPage')
+const SegmentsPage = lazyPage(() => import('./pages/segments-page'), 'SegmentsPage')
+const BroadcastsPage = lazyPage(() => import('./pages/broadcasts-page'), 'BroadcastsPage')
+const WebhooksPage = lazyPage(() => import('./pages/webhooks-page'), 'WebhooksPage')
+const PushPage = lazyPage(() => import('./pages/push-page'), 'PushPage')
+
+const PAGES: Record<string, { title: string; Component: ComponentType }> = {
+  [PATHS.overview]: { title: 'Overview', Component: OverviewPage },
+  [PATHS.keys]: { title: 'API keys', Component: KeysPage },
+  [PATHS.sms]: { title: 'SMS', Component: SmsPage },
+  [PATHS.contacts]: { title: 'Contacts', Component: ContactsPage },
+  [PATHS.segments]: { title: 'Segments', Component: SegmentsPage },
+  [PATHS.broadcasts]: { title: 'Broadcasts', Component: BroadcastsPage },
+  [PATHS.webhooks]: { title: 'Webhooks', Component: WebhooksPage },
+  [PATHS.push]: { title: 'Push console', Component: PushPage },
 }
 
 export function App() {
@@ -43,7 +52,10 @@ export function App() {
   if (!page) return PUBLIC_PATHS.includes(path) ? null : <Layout path={path} title="Page not found"><NotFoundPage /></Layout>
   return (
     <Layout path={path} title={page.title}>
-      {page.render()}
+      {/* The frame and the page's heading show at once; only the page's body waits for its chunk. */}
+      <Suspense fallback={<p role="status">Loading the page…</p>}>
+        <page.Component />
+      </Suspense>
     </Layout>
   )
 }

@@ -1,5 +1,6 @@
 import type { SmsListItem } from '../api'
 import { formatTime } from '../format'
+import { DataTable, type Column } from './data-table'
 
 /** Where a message stands, from its per-recipient counts. */
 export function messageProgress(message: SmsListItem): { label: string; tone: 'ok' | 'bad' | 'busy' | 'mixed' } {
@@ -22,40 +23,24 @@ export function StatusBadge({ message }: { message: SmsListItem }) {
   return <span className={`badge badge-${progress.tone}`}>{progress.label}</span>
 }
 
+const SUMMARY_COLUMNS: Column<SmsListItem>[] = [
+  { header: 'Sent', cell: (message) => formatTime(message.createdAt) },
+  { header: 'Message', className: 'clip', cell: (message) => message.content },
+  { header: 'Recipients', cell: (message) => message.recipientCount },
+  { header: 'Delivered', cell: (message) => message.delivered },
+  { header: 'Failed', cell: (message) => message.failed },
+  {
+    header: 'Status',
+    cell: (message) => (
+      <>
+        <StatusBadge message={message} />
+        {message.sandbox ? <span className="badge badge-mixed">Sandbox</span> : null}
+      </>
+    ),
+  },
+]
+
 /** Recent messages, compact: for the overview. The SMS page has the full log. */
 export function MessageSummaryTable({ messages, caption }: { messages: SmsListItem[]; caption: string }) {
-  return (
-    <div className="table-wrap">
-      <table className="responsive">
-        <caption className="visually-hidden">{caption}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Sent</th>
-            <th scope="col">Message</th>
-            <th scope="col">Recipients</th>
-            <th scope="col">Delivered</th>
-            <th scope="col">Failed</th>
-            <th scope="col">Status</th>
-          </tr>
-        </thead>
-        <tbody>
-          {messages.map((message) => (
-            <tr key={message.messageId}>
-              <td data-label="Sent">{formatTime(message.createdAt)}</td>
-              <td data-label="Message" className="clip">
-                {message.content}
-              </td>
-              <td data-label="Recipients">{message.recipientCount}</td>
-              <td data-label="Delivered">{message.delivered}</td>
-              <td data-label="Failed">{message.failed}</td>
-              <td data-label="Status">
-                <StatusBadge message={message} />
-                {message.sandbox ? <span className="badge badge-mixed">Sandbox</span> : null}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
-  )
+  return <DataTable caption={caption} columns={SUMMARY_COLUMNS} rows={messages} rowKey={(message) => message.messageId} />
 }

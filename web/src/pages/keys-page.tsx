@@ -1,19 +1,15 @@
-import { useRef, useState, type FormEvent } from 'react'
-import type { ApiKey, Page, Permission } from '../api'
+import { useState } from 'react'
+import type { ApiKey, Page } from '../api'
 import { ConfirmDialog } from '../components/confirm-dialog'
-import { TextField } from '../components/field'
-import { Pager } from '../components/pager'
+import { actionsColumn, DataTable, type Column } from '../components/data-table'
 import { ProblemAlert } from '../components/problem-alert'
+import { SuccessNotice } from '../components/success-notice'
 import { formatTime } from '../format'
 import { useApi } from '../session'
-import { useLoad } from '../use-load'
 import { useConfirmation } from '../use-confirmation'
-
-const PERMISSIONS: { value: Permission; label: string; description: string }[] = [
-  { value: 'Sms', label: 'Sms', description: 'Send and read SMS and read the account; nothing else.' },
-  { value: 'Full', label: 'Full', description: 'Everything the API offers except key management.' },
-  { value: 'Playground', label: 'Playground', description: 'Like Full, but sends go to the sandbox: nothing leaves the platform and no credits are used.' },
-]
+import { useLoad } from '../use-load'
+import { CreateKeyForm } from './keys/create-key-form'
+import { NewKeyPanel } from './keys/new-key-panel'
 
 const PAGE_SIZE = 20
 
@@ -31,6 +27,19 @@ export function KeysPage() {
     keys.reload()
   }, setRevokeError)
   const revoking = revocation.target
+
+  const columns: Column<ApiKey>[] = [
+    { header: 'Name', cell: (key) => key.name || <span className="muted">(no name)</span> },
+    { header: 'Key', cell: (key) => <code>{key.prefix}…</code> },
+    { header: 'Permission', cell: (key) => key.permission },
+    { header: 'Created', cell: (key) => formatTime(key.createdAt) },
+    { header: 'Last used', cell: (key) => (key.lastUsedAt ? formatTime(key.lastUsedAt) : 'Never') },
+    actionsColumn((key) => (
+      <button type="button" className="button-danger" onClick={() => revocation.ask(key)}>
+        Revoke<span className="visually-hidden"> {key.name ?? key.prefix}</span>
+      </button>
+    )),
+  ]
 
   return (
     <div className="stack-lg">
@@ -50,56 +59,18 @@ export function KeysPage() {
 
       <section aria-labelledby="keys-heading" className="card">
         <h2 id="keys-heading">Active keys</h2>
-        {notice ? (
-          <p role="status" className="success">
-            {notice}
-          </p>
-        ) : null}
+        <SuccessNotice text={notice} />
         <ProblemAlert error={revokeError} context="Could not revoke the key" />
         <ProblemAlert error={keys.error} context="Could not load the keys" />
         {keys.data ? (
-          keys.data.items.length === 0 ? (
-            <p className="empty">No active keys. Create one above to call the API from your code.</p>
-          ) : (
-            <>
-              <div className="table-wrap">
-                <table className="responsive">
-                  <caption className="visually-hidden">Active API keys, newest first</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col">Key</th>
-                      <th scope="col">Permission</th>
-                      <th scope="col">Created</th>
-                      <th scope="col">Last used</th>
-                      <th scope="col">
-                        <span className="visually-hidden">Actions</span>
-                      </th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {keys.data.items.map((key) => (
-                      <tr key={key.id}>
-                        <td data-label="Name">{key.name || <span className="muted">(no name)</span>}</td>
-                        <td data-label="Key">
-                          <code>{key.prefix}…</code>
-                        </td>
-                        <td data-label="Permission">{key.permission}</td>
-                        <td data-label="Created">{formatTime(key.createdAt)}</td>
-                        <td data-label="Last used">{key.lastUsedAt ? formatTime(key.lastUsedAt) : 'Never'}</td>
-                        <td data-label="Actions">
-                          <button type="button" className="button-danger" onClick={() => revocation.ask(key)}>
-                            Revoke<span className="visually-hidden"> {key.name ?? key.prefix}</span>
-                          </button>
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <Pager page={keys.data} onPage={setPageNumber} label="Key pages" />
-            </>
-          )
+          <DataTable
+            caption="Active API keys, newest first"
+            columns={columns}
+            rows={keys.data.items}
+            rowKey={(key) => key.id}
+            empty="No active keys. Create one above to call the API from your code."
+            pager={{ page: keys.data, onPage: setPageNumber, label: 'Key pages' }}
+          />
         ) : keys.isLoading ? (
           <p role="status">Loading keys…</p>
         ) : null}
@@ -114,96 +85,5 @@ export function KeysPage() {
         </ConfirmDialog>
       ) : null}
     </div>
-  )
-}
-
-function CreateKeyForm({ onCreated }: { onCreated(name: string, rawKey: string): void }) {
-  const api = useApi()
-  const [name, setName] = useState('')
-  const [permission, setPermission] = useState<Permission>('Full')
-  const [error, setError] = useState<unknown>(null)
-  const [isBusy, setIsBusy] = useState(false)
-
-  const submit = async (event: FormEvent) => {
-    event.preventDefault()
-    setIsBusy(true)
-    setError(null)
-    try {
-      const rawKey = await api<string>('POST', '/keys', { body: { name: name.trim(), permission } })
-      setName('')
-      onCreated(name.trim(), rawKey)
-    } catch (err) {
-      setError(err)
-    } finally {
-      setIsBusy(false)
-    }
-  }
-
-  return (
-    <form onSubmit={submit} className="card stack" aria-labelledby="create-key-heading" noValidate>
-      <h2 id="create-key-heading">Create a key</h2>
-      <ProblemAlert error={error} context="Could not create the key" />
-      <TextField label="Name" name="name" maxLength={100} placeholder="e.g. production backend" hint="So you can tell your keys apart later." value={name} onChange={(e) => setName(e.target.value)} error={error} />
-      <fieldset className="choices">
-        <legend>Permission</legend>
-        {PERMISSIONS.map((option) => (
-          <label key={option.value} className="choice">
-            <input type="radio" name="permission" value={option.value} checked={permission === option.value} onChange={() => setPermission(option.value)} />
-            <span>
-              <strong>{option.label}</strong>
-              <span className="muted"> — {option.description}</span>
-            </span>
-          </label>
-        ))}
-      </fieldset>
-      <div>
-        <button type="submit" className="button-primary" disabled={isBusy}>
-          {isBusy ? 'Creating…' : 'Create key'}
-        </button>
-      </div>
-    </form>
-  )
-}
-
-/** The raw key, once: after "Done" nothing on the platform can show it again. */
-function NewKeyPanel({ name, rawKey, onDone }: { name: string; rawKey: string; onDone(): void }) {
-  const [copyState, setCopyState] = useState<'idle' | 'copied' | 'failed'>('idle')
-  const field = useRef<HTMLInputElement>(null)
-
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(rawKey)
-      setCopyState('copied')
-    } catch {
-      // No clipboard permission (or an insecure origin): select it so Ctrl+C works.
-      field.current?.select()
-      setCopyState('failed')
-    }
-  }
-
-  return (
-    <section className="card callout" aria-labelledby="new-key-heading">
-      <h2 id="new-key-heading">Key {name ? `"${name}" ` : ''}created</h2>
-      <p className="alert alert-warning" role="alert">
-        Copy this key now and keep it somewhere safe. It is shown only this once: the platform stores only a hash of it and cannot show it again.
-      </p>
-      <div className="copy-row">
-        <label htmlFor="new-key" className="visually-hidden">
-          Your new API key
-        </label>
-        <input id="new-key" ref={field} readOnly value={rawKey} className="mono" onFocus={(e) => e.currentTarget.select()} />
-        <button type="button" onClick={copy}>
-          Copy
-        </button>
-      </div>
-      <p role="status" className="hint">
-        {copyState === 'copied' ? 'Copied to the clipboard.' : copyState === 'failed' ? 'Could not copy automatically: the key is selected, press Ctrl+C (⌘C).' : ''}
-      </p>
-      <div>
-        <button type="button" className="button-primary" onClick={onDone}>
-          I have saved the key
-        </button>
-      </div>
-    </section>
   )
 }

@@ -1,42 +1,24 @@
-import { useState, type FormEvent } from 'react'
-import { request } from '../api'
+import { useState } from 'react'
 import { TextField } from '../components/field'
 import { Page } from '../components/layout'
 import { ProblemAlert } from '../components/problem-alert'
+import { logIn } from '../log-in'
 import { PATHS } from '../paths'
 import { Link, navigate } from '../router'
 import { useSession } from '../session'
-
-interface LoginResult {
-  token: string
-  expiresAt: string
-}
-
-/** Logs in and keeps the session in memory; used by the signup page too. */
-export async function logIn(email: string, password: string): Promise<LoginResult> {
-  return request<LoginResult>('POST', '/auth/login', { body: { email, password } })
-}
+import { handleSubmit, useSubmit } from '../use-submit'
 
 export function LoginPage({ returnTo }: { returnTo: string }) {
   const { signIn, signOutReason } = useSession()
   const [email, setEmail] = useState('')
   const [password, setPassword] = useState('')
-  const [error, setError] = useState<unknown>(null)
-  const [isBusy, setIsBusy] = useState(false)
 
-  const submit = async (event: FormEvent) => {
-    event.preventDefault()
-    setIsBusy(true)
-    setError(null)
-    try {
-      const result = await logIn(email.trim(), password)
-      signIn({ token: result.token, expiresAt: result.expiresAt, email: email.trim() })
-      navigate(returnTo, { replace: true })
-    } catch (err) {
-      setError(err)
-      setIsBusy(false)
-    }
-  }
+  const login = useSubmit(async () => {
+    const result = await logIn(email.trim(), password)
+    // Kept in memory only (session.tsx); the page goes away with the navigation.
+    signIn({ token: result.token, expiresAt: result.expiresAt, email: email.trim() })
+    navigate(returnTo, { replace: true })
+  })
 
   return (
     <Page title="Log in" narrow>
@@ -50,9 +32,9 @@ export function LoginPage({ returnTo }: { returnTo: string }) {
           You are logged out.
         </p>
       ) : null}
-      <form onSubmit={submit} className="card stack" noValidate>
-        <ProblemAlert error={error} />
-        <TextField label="Email" name="email" type="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} error={error} />
+      <form onSubmit={handleSubmit(login.submit)} className="card stack" noValidate>
+        <ProblemAlert error={login.error} />
+        <TextField label="Email" name="email" type="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} error={login.error} />
         <TextField
           label="Password"
           name="password"
@@ -61,10 +43,10 @@ export function LoginPage({ returnTo }: { returnTo: string }) {
           required
           value={password}
           onChange={(e) => setPassword(e.target.value)}
-          error={error}
+          error={login.error}
         />
-        <button type="submit" className="button-primary" disabled={isBusy}>
-          {isBusy ? 'Logging in…' : 'Log in'}
+        <button type="submit" className="button-primary" disabled={login.busy}>
+          {login.busy ? 'Logging in…' : 'Log in'}
         </button>
       </form>
       <p>

@@ -1,13 +1,12 @@
-import { useEffect, useState, type FormEvent } from 'react'
+import { useEffect } from 'react'
 import type { Account, Page, SmsListItem } from '../api'
-import { TextField } from '../components/field'
 import { isInFlight, MessageSummaryTable } from '../components/message-table'
 import { ProblemAlert } from '../components/problem-alert'
-import { formatCount } from '../format'
 import { PATHS } from '../paths'
 import { Link } from '../router'
 import { useApi } from '../session'
 import { useLoad } from '../use-load'
+import { AccountSummary } from './overview/account-summary'
 
 const POLL_MS = 3000
 
@@ -55,81 +54,6 @@ export function OverviewPage() {
           <p role="status">Loading messages…</p>
         ) : null}
       </section>
-    </div>
-  )
-}
-
-function AccountSummary({ account, onChanged }: { account: Account; onChanged(): void }) {
-  const api = useApi()
-  const [threshold, setThreshold] = useState(String(account.lowBalanceThreshold))
-  const [error, setError] = useState<unknown>(null)
-  const [isBusy, setIsBusy] = useState(false)
-  const [saved, setSaved] = useState(false)
-  const isLow = account.balance < account.lowBalanceThreshold
-
-  const save = async (event: FormEvent) => {
-    event.preventDefault()
-    setIsBusy(true)
-    setError(null)
-    setSaved(false)
-    try {
-      // Sent as typed (a number when it is one), so the API's own validation speaks for bad input.
-      const value = /^\d+$/.test(threshold.trim()) ? Number(threshold.trim()) : threshold
-      await api('PATCH', '/account', { body: { lowBalanceThreshold: value } })
-      setSaved(true)
-      onChanged()
-    } catch (err) {
-      setError(err)
-    } finally {
-      setIsBusy(false)
-    }
-  }
-
-  return (
-    <div className="stack">
-      <dl className="stats">
-        <div>
-          <dt>Balance</dt>
-          <dd data-testid="balance">{formatCount(account.balance)} credits</dd>
-        </div>
-        <div>
-          <dt>Low-balance alert below</dt>
-          <dd>{formatCount(account.lowBalanceThreshold)} credits</dd>
-        </div>
-        <div>
-          <dt>Account</dt>
-          <dd>{account.name}</dd>
-        </div>
-      </dl>
-      {isLow ? (
-        <p className="alert alert-warning" role="status">
-          Your balance is below the low-balance threshold. Ask your operator to top up credits before sending more.
-        </p>
-      ) : null}
-      <form onSubmit={save} className="inline-form" noValidate>
-        <TextField
-          label="Low-balance threshold (credits)"
-          name="lowBalanceThreshold"
-          inputMode="numeric"
-          required
-          value={threshold}
-          onChange={(e) => {
-            setThreshold(e.target.value)
-            setSaved(false)
-          }}
-          hint="A LowBalance webhook event fires when a send takes the balance below this."
-          error={error}
-        />
-        <button type="submit" disabled={isBusy}>
-          {isBusy ? 'Saving…' : 'Save threshold'}
-        </button>
-      </form>
-      <ProblemAlert error={error} context="Could not save the threshold" />
-      {saved ? (
-        <p role="status" className="success">
-          Threshold saved.
-        </p>
-      ) : null}
     </div>
   )
 }

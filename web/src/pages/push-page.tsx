@@ -1,24 +1,17 @@
-import { useCallback, useEffect, useRef, useState, type FormEvent } from 'react'
-import { ApiError, type PublishResult, type PushToken } from '../api'
-import { TextAreaField, TextField } from '../components/field'
+import { useCallback, useEffect, useRef, useState } from 'react'
+import type { PushToken } from '../api'
+import { TextField } from '../components/field'
 import { ProblemAlert } from '../components/problem-alert'
-import { formatTime, plural } from '../format'
+import { formatTime } from '../format'
 import { useApi } from '../session'
 import { splitRecipients } from '../sms-length'
+import { handleSubmit, useSubmit } from '../use-submit'
+import { PublishForm } from './push/publish-form'
+import { DEFAULT_EVENT, ReceivedEvents, type ReceivedEvent } from './push/received-events'
+import { StateLabel, type StreamState } from './push/stream-state'
 
 /** Events kept on screen; older ones drop off the end. */
 const MAX_EVENTS = 200
-const DEFAULT_EVENT = 'message'
-
-type StreamState = { kind: 'idle' } | { kind: 'connecting' } | { kind: 'open'; channels: string[]; recovered: boolean } | { kind: 'reconnecting' } | { kind: 'closed' }
-
-interface ReceivedEvent {
-  key: number
-  id: string
-  event: string
-  data: string
-  receivedAt: string
-}
 
 /**
  * A live view of some channels through the platform's own stream: a push token from
@@ -36,7 +29,6 @@ export function PushPage() {
   const [channels, setChannels] = useState('orders')
   const [eventNames, setEventNames] = useState(DEFAULT_EVENT)
   const [token, setToken] = useState<PushToken | null>(null)
-  const [error, setError] = useState<unknown>(null)
 
   const onEvent = useCallback((message: MessageEvent<string>) => {
     const received = { key: ++counter.current, id: message.lastEventId, event: message.type, data: message.data, receivedAt: new Date().toISOString() }
@@ -61,11 +53,9 @@ export function PushPage() {
   // Leaving the page closes the stream.
   useEffect(() => () => source.current?.close(), [])
 
-  const connect = async (event: FormEvent) => {
-    event.preventDefault()
+  const connection = useSubmit(async () => {
     source.current?.close()
     source.current = null
-    setError(null)
     setState({ kind: 'connecting' })
     try {
       const issued = await api<PushToken>('POST', '/push/tokens', { body: { channels: splitRecipients(channels) } })
@@ -85,10 +75,11 @@ export function PushPage() {
       listened.current = new Set()
       for (const name of [...names, ...splitRecipients(eventNames)]) listen(name)
     } catch (err) {
-      setError(err)
+      // The hook shows the problem; the console is simply not connected.
       setState({ kind: 'idle' })
+      throw err
     }
-  }
+  })
 
   const isLive = state.kind !== 'idle' && state.kind !== 'closed'
 
@@ -99,9 +90,9 @@ export function PushPage() {
         <code>/v1/push/stream</code>.
       </p>
 
-      <form onSubmit={connect} className="card stack" aria-labelledby="watch-heading" noValidate>
+      <form onSubmit={handleSubmit(connection.submit)} className="card stack" aria-labelledby="watch-heading" noValidate>
         <h2 id="watch-heading">Watch channels</h2>
-        <ProblemAlert error={error} context="Could not open the stream" />
+        <ProblemAlert error={connection.error} context="Could not open the stream" />
         <div className="inline-form">
           <TextField
             label="Channels"
@@ -112,7 +103,7 @@ export function PushPage() {
             hint="Comma-separated, 1 to 100."
             value={channels}
             onChange={(e) => setChannels(e.target.value)}
-            error={error}
+            error={connection.error}
           />
           <TextField
             label="Event names to show"
@@ -139,10 +130,7 @@ export function PushPage() {
         {token && isLive ? <p className="hint">Token valid until {formatTime(token.expiresAt)}; the stream ends then.</p> : null}
       </form>
 
-      <PublishForm
-        defaultChannel={splitRecipients(channels)[0] ?? ''}
-        onPublishing={listen}
-      />
+      <PublishForm defaultChannel={splitRecipients(channels)[0] ?? ''} onPublishing={listen} />
 
       <section aria-labelledby="events-heading" className="card">
         <div className="section-head">
@@ -156,121 +144,9 @@ export function PushPage() {
         {events.length === 0 ? (
           <p className="empty">{isLive ? 'Waiting for events… Publish one below, or from your server.' : 'Connect to a channel to see its events here as they are published.'}</p>
         ) : (
-          <ol className="event-list" aria-label="Received events, newest first">
-            {events.map((received) => (
-              <li key={received.key} className="event">
-                <div className="message-meta">
-                  <span className="badge badge-busy">{received.event}</span>
-                  <span className="muted small">
-                    {formatTime(received.receivedAt)}
-                    {received.id ? ` · id ${received.id}` : ''}
-                  </span>
-                </div>
-                <pre className="mono event-data">{pretty(received.data)}</pre>
-              </li>
-            ))}
-          </ol>
+          <ReceivedEvents events={events} />
         )}
       </section>
     </div>
   )
-}
-
-function StateLabel({ state }: { state: StreamState }) {
-  switch (state.kind) {
-    case 'idle':
-      return <>Not connected.</>
-    case 'connecting':
-      return <>Connecting…</>
-    case 'open':
-      return (
-        <>
-          <span className="badge badge-ok">Live</span> Connected to {state.channels.join(', ')}.{state.recovered ? '' : ' Some earlier events were no longer kept.'}
-        </>
-      )
-    case 'reconnecting':
-      return (
-        <>
-          <span className="badge badge-mixed">Reconnecting</span> The connection dropped; reconnecting by itself…
-        </>
-      )
-    case 'closed':
-      return (
-        <>
-          <span className="badge badge-bad">Closed</span> The stream ended (the token may have expired). Connect again for a new token.
-        </>
-      )
-  }
-}
-
-function pretty(data: string): string {
-  try {
-    return JSON.stringify(JSON.parse(data), null, 2)
-  } catch {
-    return data
-  }
-}
-
-function PublishForm({ defaultChannel, onPublishing }: { defaultChannel: string; onPublishing(event: string): void }) {
-  const api = useApi()
-  const [channel, setChannel] = useState<string | null>(null)
-  const [eventName, setEventName] = useState(DEFAULT_EVENT)
-  const [data, setData] = useState('{\n  "hello": "world"\n}')
-  const [error, setError] = useState<unknown>(null)
-  const [result, setResult] = useState<PublishResult | null>(null)
-  const [isBusy, setIsBusy] = useState(false)
-  const channelValue = channel ?? defaultChannel
-
-  const submit = async (event: FormEvent) => {
-    event.preventDefault()
-    setError(null)
-    setResult(null)
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(data)
-    } catch (err) {
-      setError(invalidData(`is not valid JSON: ${err instanceof Error ? err.message : String(err)}`))
-      return
-    }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-      setError(invalidData('must be a JSON object, such as {"status": "shipped"}'))
-      return
-    }
-    setIsBusy(true)
-    // Listen before publishing, so the event cannot arrive unheard.
-    onPublishing(eventName.trim())
-    try {
-      setResult(await api<PublishResult>('POST', '/push/publish', { body: { channel: channelValue.trim(), event: eventName.trim(), data: parsed } }))
-    } catch (err) {
-      setError(err)
-    } finally {
-      setIsBusy(false)
-    }
-  }
-
-  return (
-    <form onSubmit={submit} className="card stack" aria-labelledby="publish-heading" noValidate>
-      <h2 id="publish-heading">Publish a test event</h2>
-      <ProblemAlert error={error} context="The event was not published" />
-      {result ? (
-        <p role="status" className="alert alert-success">
-          Published to {plural(result.delivered, 'open stream')}. Push costs no credits.
-        </p>
-      ) : null}
-      <div className="inline-form">
-        <TextField label="Channel" name="channel" required maxLength={255} autoComplete="off" value={channelValue} onChange={(e) => setChannel(e.target.value)} error={error} />
-        <TextField label="Event" name="event" required maxLength={100} autoComplete="off" value={eventName} onChange={(e) => setEventName(e.target.value)} error={error} />
-      </div>
-      <TextAreaField label="Data (JSON object)" name="data" required rows={4} className="mono" value={data} onChange={(e) => setData(e.target.value)} error={error} />
-      <div>
-        <button type="submit" className="button-primary" disabled={isBusy}>
-          {isBusy ? 'Publishing…' : 'Publish'}
-        </button>
-      </div>
-    </form>
-  )
-}
-
-function invalidData(message: string): ApiError {
-  return new ApiError({ title: 'Invalid data', status: 0, detail: 'Fix the data and publish again.', errors: [{ field: 'data', message }] })
 }

@@ -1,40 +1,33 @@
-import { useState, type FormEvent } from 'react'
+import { useState } from 'react'
 import { request } from '../api'
 import { TextField } from '../components/field'
 import { Page } from '../components/layout'
 import { ProblemAlert } from '../components/problem-alert'
+import { logIn } from '../log-in'
 import { PATHS } from '../paths'
 import { Link, navigate } from '../router'
 import { useSession } from '../session'
-import { logIn } from './login-page'
+import { handleSubmit, useSubmit } from '../use-submit'
 
 export function SignupPage() {
   const { signIn } = useSession()
   const [email, setEmail] = useState('')
   const [password, setPassword] = useState('')
   const [accountName, setAccountName] = useState('')
-  const [error, setError] = useState<unknown>(null)
-  const [isBusy, setIsBusy] = useState(false)
 
-  const submit = async (event: FormEvent) => {
-    event.preventDefault()
-    setIsBusy(true)
-    setError(null)
-    try {
-      const body = { email: email.trim(), password, ...(accountName.trim() ? { accountName: accountName.trim() } : {}) }
-      await request('POST', '/auth/signup', { body })
-      const session = await logIn(body.email, password)
-      signIn({ token: session.token, expiresAt: session.expiresAt, email: body.email })
-      navigate(PATHS.overview, { replace: true })
-    } catch (err) {
-      setError(err)
-      setIsBusy(false)
-    }
-  }
+  const signup = useSubmit(async () => {
+    const body = { email: email.trim(), password, ...(accountName.trim() ? { accountName: accountName.trim() } : {}) }
+    await request('POST', '/auth/signup', { body })
+    // Signing up does not log in: the new account's first session comes from the login endpoint.
+    const session = await logIn(body.email, password)
+    signIn({ token: session.token, expiresAt: session.expiresAt, email: body.email })
+    navigate(PATHS.overview, { replace: true })
+  })
+  const error = signup.error
 
   return (
     <Page title="Create your account" narrow>
-      <form onSubmit={submit} className="card stack" noValidate>
+      <form onSubmit={handleSubmit(signup.submit)} className="card stack" noValidate>
         <ProblemAlert error={error} context="Could not sign up" />
         <TextField label="Email" name="email" type="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} error={error} />
         <TextField
@@ -59,8 +52,8 @@ export function SignupPage() {
           onChange={(e) => setAccountName(e.target.value)}
           error={error}
         />
-        <button type="submit" className="button-primary" disabled={isBusy}>
-          {isBusy ? 'Creating account…' : 'Sign up'}
+        <button type="submit" className="button-primary" disabled={signup.busy}>
+          {signup.busy ? 'Creating account…' : 'Sign up'}
         </button>
       </form>
       <p>

@@ -1,0 +1,123 @@
+import { useState } from 'react'
+import type { Broadcast, SendBroadcastResult } from '../../api'
+import { ConfirmDialog } from '../../components/confirm-dialog'
+import { actionsColumn, DataTable, type Column, type TablePager } from '../../components/data-table'
+import { ProblemAlert } from '../../components/problem-alert'
+import { formatTime, plural } from '../../format'
+import { useApi } from '../../session'
+import { useConfirmation } from '../../use-confirmation'
+
+interface BroadcastAction {
+  broadcast: Broadcast
+  action: 'send' | 'delete'
+}
+
+function statusBadge(broadcast: Broadcast) {
+  switch (broadcast.status) {
+    case 'draft':
+      return <span className="badge badge-mixed">Draft</span>
+    case 'scheduled':
+      return <span className="badge badge-busy">Scheduled</span>
+    case 'sending':
+      return <span className="badge badge-busy">Sending</span>
+    case 'completed':
+      return <span className={`badge ${broadcast.failed > 0 && broadcast.delivered === 0 && broadcast.recipients > 0 ? 'badge-bad' : 'badge-ok'}`}>Completed</span>
+  }
+}
+
+function progressCell(broadcast: Broadcast) {
+  if (broadcast.status === 'draft') return '—'
+  const done = broadcast.delivered + broadcast.failed
+  return (
+    <>
+      <progress className="progress" max={Math.max(broadcast.recipients, 1)} value={broadcast.recipients ? done : 1} aria-label={`Progress of ${broadcast.name}`} />
+      <span className="small counter">
+        {done}/{broadcast.recipients} done
+      </span>
+    </>
+  )
+}
+
+interface TableProps {
+  broadcasts: Broadcast[]
+  pager: TablePager
+  audienceName(broadcast: Broadcast): string
+  onChanged(): void
+}
+
+export function BroadcastTable({ broadcasts, pager, audienceName, onChanged }: TableProps) {
+  const api = useApi()
+  const [error, setError] = useState<unknown>(null)
+
+  const acting = useConfirmation<BroadcastAction>(async ({ broadcast, action }) => {
+    if (action === 'send') await api<SendBroadcastResult>('POST', `/broadcasts/${broadcast.id}/send`, { body: {} })
+    else await api('DELETE', `/broadcasts/${broadcast.id}`)
+    onChanged()
+  }, setError)
+  const target = acting.target
+
+  const columns: Column<Broadcast>[] = [
+    { header: 'Name', cell: (broadcast) => broadcast.name },
+    { header: 'Audience', cell: audienceName },
+    {
+      header: 'Status',
+      cell: (broadcast) => (
+        <>
+          {statusBadge(broadcast)}
+          {broadcast.sandbox ? <span className="badge badge-mixed">Sandbox</span> : null}
+          {broadcast.failure ? <span className="small">{broadcast.failure}</span> : null}
+        </>
+      ),
+    },
+    { header: 'Progress', cell: progressCell },
+    { header: 'Sent', cell: (broadcast) => broadcast.sent },
+    { header: 'Delivered', cell: (broadcast) => broadcast.delivered },
+    { header: 'Failed', cell: (broadcast) => broadcast.failed },
+    { header: 'Credits', cell: (broadcast) => broadcast.creditsUsed },
+    { header: 'Created', cell: (broadcast) => formatTime(broadcast.createdAt) },
+    // A broadcast that is sending can be neither sent again nor deleted.
+    actionsColumn((broadcast) =>
+      broadcast.status === 'sending' ? null : (
+        <div className="row-actions">
+          {broadcast.status === 'draft' ? (
+            <button type="button" onClick={() => acting.ask({ broadcast, action: 'send' })}>
+              Send<span className="visually-hidden"> {broadcast.name}</span>
+            </button>
+          ) : null}
+          <button type="button" className="button-danger" onClick={() => acting.ask({ broadcast, action: 'delete' })}>
+            Delete<span className="visually-hidden"> {broadcast.name}</span>
+          </button>
+        </div>
+      ),
+    ),
+  ]
+
+  return (
+    <>
+      <ProblemAlert error={error} context="Could not change the broadcast" />
+      <DataTable
+        caption="Broadcasts, newest first"
+        columns={columns}
+        rows={broadcasts}
+        rowKey={(broadcast) => broadcast.id}
+        empty="No broadcasts yet. Build one above."
+        pager={pager}
+      />
+      {target ? (
+        <ConfirmDialog
+          title={target.action === 'send' ? 'Send this broadcast?' : 'Delete this broadcast?'}
+          confirmLabel={target.action === 'send' ? 'Send now' : 'Delete broadcast'}
+          isBusy={acting.isBusy}
+          onConfirm={acting.confirm}
+          onCancel={acting.cancel}
+        >
+          <p>
+            {target.action === 'send'
+              ? `${target.broadcast.name} goes now to ${audienceName(target.broadcast)}, ${plural(target.broadcast.segments, 'segment')} per recipient.`
+              : `${target.broadcast.name} goes, for good.`}
+          </p>
+        </ConfirmDialog>
+      ) : null}
+    </>
+  )
+}

@@ -1,0 +1,16 @@
+import type { SegmentPreview } from '../../api'
+import { useApi } from '../../session'
+import { useLoad } from '../../use-load'
+
+export type TargetKind = 'list' | 'segment'
+
+/** Recipients now: the segment's preview, or for a list the same count through a one-rule preview (opted-out members left out). */
+export function useRecipientCount(kind: TargetKind, targetId: string) {
+  const api = useApi()
+  return useLoad(async (signal) => {
+    if (!targetId) return null
+    if (kind === 'segment') return api<SegmentPreview>('GET', `/audience/segments/${targetId}/preview?limit=0`, { signal })
+    const rules = JSON.stringify([{ field: 'contactListId', operator: 'equals', value: targetId }])
+    return api<SegmentPreview>('POST', '/audience/segments/preview?limit=0', { body: { rulesOperator: 'AND', rules }, signal })
+  }, `${kind}:${targetId}`)
+}
