@@ -12,31 +12,34 @@ import { createReadStream, existsSync, mkdirSync, readFileSync, rmSync, writeFil
 import { loadavg } from 'node:os'
 import { resolve } from 'node:path'
 import { Readable } from 'node:stream'
-import { parseArgs } from 'node:util'
 import SQLite from '../../src/platform/db/sqlite-binding.js'
 import { Kysely, PostgresDialect, SqliteDialect, type Compilable } from 'kysely'
 import pg from 'pg'
 import { postgresDialect, sqliteDialect } from '../../src/platform/db/dialect.js'
+import { compileRuleSet } from '../../src/modules/audience/index.js'
+// Not the index's countAudience (that one is countRecipients, a different query): this is
+// the count with the opted-out split that POST /v1/audience/segments/preview runs, which
+// the index does not export.
 import { countAudience } from '../../src/modules/audience/queries.js'
-import { compileRuleSet } from '../../src/modules/audience/segment-sql.js'
 import { benchSegments } from './segments.js'
 import { compareWithFloor, openFloor } from './floor.js'
 import { generateContactsCsv, phoneNumber } from './generate.js'
+import { flag, parseFlags } from '../lib/flags.js'
 import { withClient } from '../lib/postgres.js'
 import { PROJECT_DIR, buildServer, startServer } from '../lib/server.js'
 
-const { positionals, values: flags } = parseArgs({
-  allowPositionals: true,
-  options: {
-    store: { type: 'string', default: 'sqlite' },
-    contacts: { type: 'string', default: '1000000' },
-    runs: { type: 'string', default: '5' },
-    only: { type: 'string' },
-    sql: { type: 'boolean', default: false },
+const { positionals, flags } = parseFlags(
+  {
+    store: flag.string('sqlite'),
+    contacts: flag.number(1_000_000),
+    runs: flag.number(5),
+    only: flag.string(),
+    sql: flag.boolean(),
   },
-})
+  { positionals: true },
+)
 const store = flags.store as 'sqlite' | 'postgres'
-const contacts = Number(flags.contacts)
+const contacts = flags.contacts
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const PG_NAME = 'bench_audience_counts'
 const META = resolve(PROJECT_DIR, '.bench', `audience-counts-${store}.json`)
@@ -114,7 +117,7 @@ async function prepare(): Promise<void> {
 
 async function time(): Promise<void> {
   const meta = JSON.parse(readFileSync(META, 'utf8')) as Meta
-  const runs = Number(flags.runs)
+  const runs = flags.runs
   let readLong: <T>(query: Compilable<T>) => Promise<T[]>
   let db: Kysely<any>
   let close: () => Promise<void>

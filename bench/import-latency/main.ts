@@ -30,39 +30,37 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { Readable } from 'node:stream'
 import { pathToFileURL } from 'node:url'
-import { parseArgs } from 'node:util'
-import { generateContactsCsv } from './audience/generate.js'
-import { waitQuiet } from './lib/load.js'
-import { createFreshDatabase, serverVersion, type FreshDatabase } from './lib/postgres.js'
-import { PROJECT_DIR, buildServer, machineCpuSeconds, processCpuSeconds, processesCpuSeconds, startServer, type RunningServer } from './lib/server.js'
+import { generateContactsCsv } from '../audience/generate.js'
+import { flag, parseFlags } from '../lib/flags.js'
+import { waitQuiet } from '../lib/load.js'
+import { createFreshDatabase, serverVersion, type FreshDatabase } from '../lib/postgres.js'
+import { PROJECT_DIR, buildServer, machineCpuSeconds, processCpuSeconds, processesCpuSeconds, startServer, type RunningServer } from '../lib/server.js'
 
-const { values: flags } = parseArgs({
-  options: {
-    store: { type: 'string', default: 'sqlite' },
-    rows: { type: 'string', default: '1000000' },
-    existing: { type: 'string', default: '0' },
-    runs: { type: 'string', default: '1' },
-    interval: { type: 'string', default: '25' },
-    tail: { type: 'string', default: '3' },
-    idle: { type: 'string', default: '5' },
-    'node-arg': { type: 'string', multiple: true, default: [] },
-    'wait-quiet': { type: 'string', default: '60' },
-    noise: { type: 'string', default: '40' },
-    'loop-log': { type: 'string' },
-    target: { type: 'string', default: '50' },
-    entry: { type: 'string' },
-    json: { type: 'string' },
-  },
-  strict: true,
+const { flags } = parseFlags({
+  store: flag.string('sqlite'),
+  rows: flag.number(1_000_000),
+  existing: flag.number(0),
+  runs: flag.number(1),
+  interval: flag.number(25),
+  tail: flag.number(3),
+  // Kept as text: the report prints it as given.
+  idle: flag.string('5'),
+  'node-arg': flag.list(),
+  'wait-quiet': flag.number(60),
+  noise: flag.number(40),
+  'loop-log': flag.string(),
+  target: flag.number(50),
+  entry: flag.string(),
+  json: flag.string(),
 })
 const store = flags.store === 'postgres' ? 'postgres' : 'sqlite'
-const rows = Number(flags.rows)
-const existing = Number(flags.existing)
-const runs = Number(flags.runs)
-const intervalMs = Number(flags.interval)
-const tailMs = Number(flags.tail) * 1000
+const rows = flags.rows
+const existing = flags.existing
+const runs = flags.runs
+const intervalMs = flags.interval
+const tailMs = flags.tail * 1000
 const idleMs = Number(flags.idle) * 1000
-const targetMs = Number(flags.target)
+const targetMs = flags.target
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const LOOP_MONITOR = pathToFileURL(resolve(PROJECT_DIR, 'bench', 'import-latency', 'loop-monitor.mjs')).href
 
@@ -191,7 +189,7 @@ async function oneRun(run: number, entry: string, csv: string, existingCsv: stri
   const server = await startServer({
     mode: 'dist',
     entry,
-    nodeArgs: ['--import', LOOP_MONITOR, ...(flags['node-arg'] ?? [])],
+    nodeArgs: ['--import', LOOP_MONITOR, ...flags['node-arg']],
     env: {
       DATABASE_URL: databaseUrl,
       JWT_SECRET: 'bench-secret-0123456789abcdefghijklmnopqrstuvwxyz',
@@ -323,7 +321,7 @@ async function main(): Promise<void> {
 
   const results: RunResult[] = []
   for (let run = 1; run <= runs; run++) {
-    const quiet = await waitQuiet(Number(flags['wait-quiet']), Number(flags.noise))
+    const quiet = await waitQuiet(flags['wait-quiet'], flags.noise)
     console.log(`  run ${run}: machine ${quiet.quiet ? 'quiet' : 'still busy'} (${Math.round(quiet.busyPct)}% of a core) after ${quiet.waitedS.toFixed(0)} s`)
     const result = await oneRun(run, entry, csv, existingCsv)
     report(run, result)

@@ -27,46 +27,36 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
-import { fmt, measure, median, table, waitQuiet, type Measurement } from './lib/load.js'
-import { machineCpuSeconds, processCpuSeconds, buildServer, startServer, type RunningServer, Cleanups } from './lib/server.js'
+import { flag, nonNegativeNumber, parseFlags } from '../lib/flags.js'
+import { fmt, measure, median, table, waitQuiet, type Measurement } from '../lib/load.js'
+import { machineCpuSeconds, processCpuSeconds, buildServer, startServer, type RunningServer, Cleanups } from '../lib/server.js'
 
-const { values: flags } = parseArgs({
-  options: {
-    rounds: { type: 'string', default: '5' },
-    duration: { type: 'string', default: '8' },
-    warmup: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '20' },
-    'scrape-interval': { type: 'string', default: '5' },
-    'wait-quiet': { type: 'string', default: '20' },
-    sequential: { type: 'boolean', default: false },
-    'a-a': { type: 'boolean', default: false },
-    noise: { type: 'string', default: '25' },
-    help: { type: 'boolean', default: false },
-  },
-  strict: true,
+// Numbers as text, checked below once --help has had its turn.
+const { flags } = parseFlags({
+  rounds: flag.string('5'),
+  duration: flag.string('8'),
+  warmup: flag.string('3'),
+  connections: flag.string('20'),
+  'scrape-interval': flag.string('5'),
+  'wait-quiet': flag.string('20'),
+  sequential: flag.boolean(),
+  'a-a': flag.boolean(),
+  noise: flag.string('25'),
+  help: flag.boolean(),
 })
 if (flags.help) {
   console.log('usage: npm run bench:metrics -- [--rounds 5] [--duration 8] [--warmup 3] [--connections 20] [--scrape-interval 5] [--wait-quiet 20] [--noise 25] [--sequential] [--a-a]')
   process.exit(0)
 }
-const number = (name: string, raw: string | undefined) => {
-  const value = Number(raw)
-  if (!Number.isFinite(value) || value < 0) {
-    console.error(`--${name} must be a non-negative number, got "${raw}"`)
-    process.exit(2)
-  }
-  return value
-}
 const options = {
-  rounds: number('rounds', flags.rounds),
-  duration: number('duration', flags.duration),
-  warmup: number('warmup', flags.warmup),
-  connections: number('connections', flags.connections),
-  scrapeIntervalS: number('scrape-interval', flags['scrape-interval']),
-  waitQuiet: number('wait-quiet', flags['wait-quiet']),
-  noise: number('noise', flags.noise),
+  rounds: nonNegativeNumber('rounds', flags.rounds),
+  duration: nonNegativeNumber('duration', flags.duration),
+  warmup: nonNegativeNumber('warmup', flags.warmup),
+  connections: nonNegativeNumber('connections', flags.connections),
+  scrapeIntervalS: nonNegativeNumber('scrape-interval', flags['scrape-interval']),
+  waitQuiet: nonNegativeNumber('wait-quiet', flags['wait-quiet']),
+  noise: nonNegativeNumber('noise', flags.noise),
   sequential: flags.sequential,
   // Calibration: the second server runs with metrics off too, so on/off shows what the
   // bench itself reads as a difference between two identical servers.

@@ -13,31 +13,29 @@ import { createReadStream, mkdtempSync, statSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { Readable } from 'node:stream'
-import { parseArgs } from 'node:util'
-import { generateContactsCsv, phoneNumber } from './audience/generate.js'
-import { compareWithFloor, openFloor } from './audience/floor.js'
-import { benchSegments } from './audience/segments.js'
-import { createFreshDatabase, type FreshDatabase } from './lib/postgres.js'
-import { PROJECT_DIR, buildCommit, buildServer, processCpuSeconds, startServer, type RunningServer } from './lib/server.js'
+import { flag, parseFlags } from '../lib/flags.js'
+import { createFreshDatabase, type FreshDatabase } from '../lib/postgres.js'
+import { PROJECT_DIR, buildCommit, buildServer, processCpuSeconds, startServer, type RunningServer } from '../lib/server.js'
+import { compareWithFloor, openFloor } from './floor.js'
+import { generateContactsCsv, phoneNumber } from './generate.js'
+import { benchSegments } from './segments.js'
 
-const { values: flags } = parseArgs({
-  options: {
-    store: { type: 'string', default: 'sqlite' },
-    contacts: { type: 'string', default: '1000000' },
-    'import-runs': { type: 'string', default: '3' },
-    'count-runs': { type: 'string', default: '5' },
-    only: { type: 'string' },
-    commit: { type: 'string' },
-    entry: { type: 'string' },
-    'node-arg': { type: 'string', multiple: true },
-  },
+const { flags } = parseFlags({
+  store: flag.string('sqlite'),
+  contacts: flag.number(1_000_000),
+  'import-runs': flag.number(3),
+  'count-runs': flag.number(5),
+  only: flag.string(),
+  commit: flag.string(),
+  entry: flag.string(),
+  'node-arg': flag.list(),
 })
 const store = flags.store as 'sqlite' | 'postgres'
 /** The issue's import targets, contacts/s at a million rows. */
 const IMPORT_TARGET = { sqlite: 50_000, postgres: 30_000 }
-const contacts = Number(flags.contacts)
-const importRuns = Number(flags['import-runs'])
-const countRuns = Number(flags['count-runs'])
+const contacts = flags.contacts
+const importRuns = flags['import-runs']
+const countRuns = flags['count-runs']
 if (flags.only !== undefined && flags.only !== 'import') throw new Error(`--only takes "import", not ${flags.only}`)
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const LIST_MEMBERS = Math.min(100_000, Math.floor(contacts / 10))
@@ -77,7 +75,7 @@ async function openSession(entry: string): Promise<Session> {
   const server = await startServer({
     mode: 'dist',
     entry,
-    nodeArgs: flags['node-arg'] ?? [],
+    nodeArgs: flags['node-arg'],
     env: {
       DATABASE_URL: database.kind === 'sqlite' ? `sqlite:${database.path}` : database.url,
       JWT_SECRET: 'bench-secret-0123456789abcdefghijklmnopqrstuvwxyz',
@@ -237,7 +235,7 @@ async function main(): Promise<void> {
 /** Segments whose cached count is missing or stale, read through the listing: a live count there is slow, a cached one is not. */
 async function countStale(s: Session): Promise<number> {
   if (s.database.kind === 'sqlite') {
-    const { default: SQLite } = await import('../src/platform/db/sqlite-binding.js')
+    const { default: SQLite } = await import('../../src/platform/db/sqlite-binding.js')
     const db = new SQLite(s.database.path, { readonly: true })
     try {
       return Number((db.prepare('select count(*) n from segments where count_version <> counted_version').get() as { n: number }).n)

@@ -1,0 +1,146 @@
+/**
+ * bench:messaging — a broadcast to a million contacts, and single sends, on one server.
+ *
+ *   (a) POST /v1/broadcasts/{id}/send to a segment of --contacts contacts, until every
+ *       recipient is queued (on this code inside the request), beside the floor: a bare
+ *       INSERT … SELECT of the same rows on a copy of the same store, no server running;
+ *   (b) recipients/s from that send until GET /v1/broadcasts/{id} says every recipient
+ *       was handed to the simulator (sent = recipients), and until it says completed
+ *       (every receipt recorded), SIMULATOR_DELIVERY_DELAY_MS = --delivery-delay;
+ *   (c) p50/p99 of POST /v1/sms/send with one recipient at --rate requests/s for
+ *       --duration s, once the broadcast has completed: with autocannon (overallRate),
+ *       then evenly paced (one request every 1000/rate ms, open loop), since autocannon
+ *       sends each connection's share of a second back to back at the start of it;
+ *   (d) from just before (a) until (b) completes, GET /v1/account with ANOTHER account's
+ *       key every --interval ms, open loop: p50/p99/max, as one event loop serves every tenant;
+ *   (e) over the same span, POST /v1/sms/send by that other account, evenly paced at
+ *       --rate requests/s, open loop: (c) while the broadcast runs (--no-during skips it).
+ *
+ * Targets (issue): (a) under 20 s on SQLite, (b) at least 5,000 recipients/s, (c) p99 under 20 ms;
+ * during the broadcast, (d) p99 under 20 ms and max under 100 ms, (e) p99 under 20 ms.
+ *
+ *   npm run bench:messaging                                # SQLite
+ *   npm run bench:messaging -- --store postgres            # PostgreSQL on 127.0.0.1:5432 (BENCH_DATABASE_URL)
+ *   npm run bench:messaging -- --contacts 100000 --duration 10   # a quick try
+ *
+ * Flags: --contacts 1000000  --runs 1 (each on a fresh copy; medians printed)  --duration 30
+ *        --rate 200  --connections 10 (autocannon)  --warmup 3  --interval 25  --idle 3
+ *        --delivery-delay 100  --batch-size N (DISPATCH_BATCH_SIZE; the server's default when absent)
+ *        --concurrency N (DISPATCH_CONCURRENCY; the server's default when absent)
+ *        --max-wait 900 (seconds for (b); past it the rates so far are printed and (c) runs on a fresh copy)
+ *        --commit REV (build src/ of that commit, read with git archive)  --entry FILE (a compiled main.js as it is)
+ *        --wait-quiet 60 --noise 50 (before each run, wait up to 60 s for a second with the machine under 50% of a core busy)
+ *        --no-paced (skip the evenly paced repeat of (c))  --no-during (skip (e))  --refresh (prepare the store again)
+ *        --json FILE (every figure, and every probe of (d) with its time)
+ *        --node-arg ARG (repeatable, for the server; e.g. --node-arg=--cpu-prof --node-arg=--cpu-prof-dir=DIR)
+ *
+ * Parts: run.ts (one run), cpu.ts (CPU accounting), report.ts (the figures against the
+ * targets), and the store, floor, contacts, probe and build helpers beside them.
+ *
+ * The contacts are written once straight into the store (not through the import, which
+ * bench:audience measures) and kept: a SQLite file in .bench/messaging/stores, or a
+ * template database on the PostgreSQL server; each run works on its own copy. The
+ * server is compiled to .bench/messaging (apart from the other benchmarks' .bench/dist)
+ * and runs as a child process.
+ */
+import { writeFileSync } from 'node:fs'
+import { cpus, totalmem } from 'node:os'
+import { flag, parseFlags, positiveInteger } from '../lib/flags.js'
+import { serverVersion } from '../lib/postgres.js'
+import { buildCommit, buildWorkingTree, schemaFingerprint } from './build.js'
+import { SEGMENT } from './contacts.js'
+import { int } from './format.js'
+import { report, summarize } from './report.js'
+import { oneRun, type RunResult, type RunSettings } from './run.js'
+import { preparePostgres, prepareSqlite } from './store.js'
+
+const { flags } = parseFlags({
+  store: flag.string('sqlite'),
+  // Checked below: positive integers.
+  contacts: flag.string('1000000'),
+  runs: flag.string('1'),
+  duration: flag.string('30'),
+  rate: flag.string('200'),
+  connections: flag.string('10'),
+  warmup: flag.number(3),
+  interval: flag.string('25'),
+  idle: flag.number(3),
+  'delivery-delay': flag.number(100),
+  // Handed to the server as given.
+  'batch-size': flag.string(),
+  concurrency: flag.string(),
+  'max-wait': flag.string('900'),
+  commit: flag.string(),
+  entry: flag.string(),
+  refresh: flag.boolean(),
+  json: flag.string(),
+  'node-arg': flag.list(),
+  paced: flag.boolean(true),
+  'wait-quiet': flag.number(60),
+  noise: flag.number(50),
+  'no-paced': flag.boolean(),
+  'no-during': flag.boolean(),
+})
+
+const store = flags.store
+if (store !== 'sqlite' && store !== 'postgres') {
+  console.error(`--store must be sqlite or postgres, got "${store}"`)
+  process.exit(2)
+}
+const contacts = positiveInteger('contacts', flags.contacts)
+const runs = positiveInteger('runs', flags.runs)
+const durationS = positiveInteger('duration', flags.duration)
+const rate = positiveInteger('rate', flags.rate)
+const connections = positiveInteger('connections', flags.connections)
+const warmupS = flags.warmup || 0
+const intervalMs = positiveInteger('interval', flags.interval)
+const idleMs = (flags.idle || 0) * 1000
+const deliveryDelayMs = flags['delivery-delay']
+const maxWaitMs = positiveInteger('max-wait', flags['max-wait']) * 1000
+const during = !flags['no-during']
+const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+const settings: RunSettings = {
+  store,
+  contacts,
+  durationS,
+  rate,
+  connections,
+  warmupS,
+  intervalMs,
+  idleMs,
+  deliveryDelayMs,
+  maxWaitMs,
+  during,
+  paced: flags.paced && !flags['no-paced'],
+  waitQuietS: flags['wait-quiet'] || 0,
+  noise: flags.noise || 50,
+  nodeArgs: flags['node-arg'],
+  batchSize: flags['batch-size'],
+  concurrency: flags.concurrency,
+  adminUrl: ADMIN_URL,
+}
+
+async function main(): Promise<void> {
+  const pgVersion = store === 'postgres' ? `PostgreSQL ${await serverVersion(ADMIN_URL)} on ${new URL(ADMIN_URL).host}` : 'SQLite (better-sqlite3)'
+  console.log(`messaging benchmark: ${int(contacts)} contacts on ${pgVersion}; Node ${process.version}; ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 1024 ** 3)} GiB`)
+  const build = flags.entry ? { entry: flags.entry, code: `${flags.entry} as given` } : flags.commit ? buildCommit(flags.commit) : buildWorkingTree()
+  console.log(`code: ${build.code}`)
+  const fingerprint = schemaFingerprint(build.entry)
+  const prepared = store === 'postgres' ? await preparePostgres(build.entry, ADMIN_URL, contacts, fingerprint, flags.refresh) : await prepareSqlite(build.entry, contacts, fingerprint, flags.refresh)
+  console.log(`store: ${prepared.describe} (a copy per run); segment ${JSON.stringify(SEGMENT.rules)}; SIMULATOR_DELIVERY_DELAY_MS=${deliveryDelayMs}${flags['batch-size'] ? `, DISPATCH_BATCH_SIZE=${flags['batch-size']}` : ''}`)
+
+  const results: RunResult[] = []
+  for (let run = 1; run <= runs; run++) {
+    const result = await oneRun(run, build, prepared, settings)
+    report(`run ${run} of ${runs}`, result, settings)
+    results.push(result)
+  }
+  summarize(results, runs, settings)
+  if (flags.json) writeFileSync(flags.json, JSON.stringify({ store, contacts, code: build.code, deliveryDelayMs, rate, durationS, results }, null, 2))
+  if (results.some((r) => r.send.non2xx + r.send.errors + r.send.timeouts > 0 || (r.paced?.failed ?? 0) > 0 || (r.during?.all.failed ?? 0) > 0 || !r.completion.completed)) process.exitCode = 1
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})

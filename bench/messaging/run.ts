@@ -1,0 +1,319 @@
+/** One run of bench:messaging: the floor, the broadcast (a, b) with the other account's requests beside it (d, e), then single sends (c). */
+import autocannon from 'autocannon'
+import { fetch as undiciFetch } from 'undici'
+import { waitQuiet } from '../lib/load.js'
+import { startServer, type RunningServer } from '../lib/server.js'
+import type { Build } from './build.js'
+import { benchPhoneNumber, SEGMENT } from './contacts.js'
+import { cpuBetween, cpuMark, stopCpuMarks, waitServerIdle, type CpuShare } from './cpu.js'
+import { floorPostgres, floorSqlite, type FloorResult } from './floor.js'
+import { int, log, ms, sec, sleep } from './format.js'
+import { patientAgent, Probe, type ProbeStats } from './probe.js'
+import { JWT_SECRET, type PreparedStore, type StoreCopy } from './store.js'
+
+export const ADMIN_TOKEN = 'bench-admin-token-0123456789'
+
+/** What a run takes from bench:messaging's flags (main.ts reads and checks them). */
+export interface RunSettings {
+  store: 'sqlite' | 'postgres'
+  contacts: number
+  durationS: number
+  rate: number
+  connections: number
+  warmupS: number
+  intervalMs: number
+  idleMs: number
+  deliveryDelayMs: number
+  maxWaitMs: number
+  /** (e) runs: not --no-during. */
+  during: boolean
+  /** (c) is repeated evenly paced: --paced and not --no-paced. */
+  paced: boolean
+  /** Before each run, wait up to this many seconds for a second with the machine under `noise` % of a core busy. */
+  waitQuietS: number
+  noise: number
+  /** --node-arg, for the server. */
+  nodeArgs: string[]
+  /** --batch-size and --concurrency as given (DISPATCH_BATCH_SIZE, DISPATCH_CONCURRENCY). */
+  batchSize: string | undefined
+  concurrency: string | undefined
+  /** PostgreSQL's admin URL, to read the run's backends' CPU. */
+  adminUrl: string
+}
+
+// ------------------------------------------------------------------ HTTP
+async function api(server: RunningServer, token: string, method: string, path: string, body?: unknown, expected?: number): Promise<any> {
+  const response = await undiciFetch(server.url + path, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    dispatcher: patientAgent,
+  })
+  const text = await response.text()
+  if (response.status >= 300 || (expected !== undefined && response.status !== expected)) throw new Error(`${method} ${path}: ${response.status} ${text}`)
+  return text === '' ? undefined : JSON.parse(text)
+}
+
+/** The segment's cached count has been refreshed (the background refresher has been by), read from the store. */
+async function segmentsCounted(copy: StoreCopy): Promise<boolean> {
+  const text = 'select count(*) n from segments where count_version <> counted_version'
+  if (copy.path) {
+    const { default: SQLite } = await import('../../src/platform/db/sqlite-binding.js')
+    const db = new SQLite(copy.path, { readonly: true })
+    try {
+      return Number((db.prepare(text).get() as { n: number }).n) === 0
+    } finally {
+      db.close()
+    }
+  }
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString: copy.databaseUrl })
+  await client.connect()
+  try {
+    return Number((await client.query(text)).rows[0].n) === 0
+  } finally {
+    await client.end()
+  }
+}
+
+// ------------------------------------------------------------------ one run
+export interface RunResult {
+  floor: FloorResult
+  queue: { seconds: number; answerSeconds: number; recipients: number; creditsUsed: number }
+  handoff: { seconds: number; afterQueuedSeconds: number; recipientsPerSecond: number; afterQueuedRecipientsPerSecond: number }
+  completion: { seconds: number; recipientsPerSecond: number; completed: boolean; delivered: number; failed: number; sent: number }
+  probe: { idle: ProbeStats; queue: ProbeStats; dispatch: ProbeStats; all: ProbeStats }
+  /** (e) the other account's paced sends during (a) and (b). */
+  during?: { idle: ProbeStats; queue: ProbeStats; dispatch: ProbeStats; all: ProbeStats }
+  timeline: { queuedS: number; handoffS: number; completionS: number; probes: [number, number, number][] }
+  cpu: { queue: CpuShare; dispatch: CpuShare; send: CpuShare; paced?: CpuShare }
+  /** (c) evenly paced, open loop (--paced). */
+  paced?: ProbeStats
+  send: { requests: number; rps: number; p50: number; p90: number; p99: number; max: number; mean: number; non2xx: number; errors: number; timeouts: number }
+}
+
+/** One run on fresh copies of the prepared store: the floor, then (a) to (e) on the server. */
+export async function oneRun(run: number, build: Build, prepared: PreparedStore, settings: RunSettings): Promise<RunResult> {
+  const { contacts, durationS, rate, connections, warmupS, intervalMs, idleMs, deliveryDelayMs, maxWaitMs, during } = settings
+  const { accounts } = prepared
+  const quiet = await waitQuiet(settings.waitQuietS, settings.noise)
+  log(`  run ${run}: machine ${quiet.quiet ? 'quiet' : 'NOT quiet'} (${Math.round(quiet.busyPct)}% of a core busy) after waiting ${quiet.waitedS.toFixed(0)} s`)
+
+  // The floor, on its own copy of the prepared store, with no server running.
+  const floorCopy = await prepared.copy('floor')
+  let floor: FloorResult
+  try {
+    floor = floorCopy.path ? floorSqlite(floorCopy.path, accounts.senderAccountId) : await floorPostgres(floorCopy.databaseUrl, accounts.senderAccountId)
+  } finally {
+    await floorCopy.drop()
+  }
+  log(`  run ${run}: floor INSERT … SELECT ${int(floor.rows)} rows in ${sec(floor.seconds)}`)
+
+  const start = (copy: StoreCopy) =>
+    startServer({
+      mode: 'dist',
+      entry: build.entry,
+      nodeArgs: settings.nodeArgs,
+      env: {
+        DATABASE_URL: copy.databaseUrl,
+        JWT_SECRET,
+        LOG_LEVEL: 'warn',
+        RATE_LIMIT_PER_SECOND: '1000000',
+        ADMIN_TOKEN,
+        CARRIER: 'simulator',
+        SIMULATOR_DELIVERY_DELAY_MS: String(deliveryDelayMs),
+        ...(settings.batchSize ? { DISPATCH_BATCH_SIZE: settings.batchSize } : {}),
+        ...(settings.concurrency ? { DISPATCH_CONCURRENCY: settings.concurrency } : {}),
+      },
+    })
+  let copy = await prepared.copy('run')
+  let server = await start(copy)
+  try {
+    const { senderKey, senderAccountId, bystanderKey, bystanderAccountId } = accounts
+    // The broadcast, then (c) twice (autocannon and paced), each with its warm-up.
+    const sendRequests = 2 * (warmupS + durationS) * rate + 2000
+    await api(server, ADMIN_TOKEN, 'POST', `/v1/admin/accounts/${senderAccountId}/credits`, { amount: contacts + sendRequests }, 200)
+    // (e): enough for --max-wait at --rate.
+    if (during) await api(server, ADMIN_TOKEN, 'POST', `/v1/admin/accounts/${bystanderAccountId}/credits`, { amount: Math.ceil((maxWaitMs / 1000 + idleMs / 1000 + 60) * rate) }, 200)
+    const segmentId = (await api(server, senderKey, 'POST', '/v1/audience/segments', { ...SEGMENT, rules: JSON.stringify(SEGMENT.rules) }, 201)) as string
+    const broadcastId = (await api(server, senderKey, 'POST', '/v1/broadcasts', { name: 'Bench broadcast', message: 'Flash sale today only: 30% off everything. Reply STOP to opt out', senderId: 'Bench', segmentId }, 201)) as string
+    // Let the segment's background count and the server's other work finish first.
+    for (const deadline = performance.now() + 60_000; !(await segmentsCounted(copy)) && performance.now() < deadline; ) await sleep(250)
+    await waitServerIdle(server, 30_000)
+
+    const probe = new Probe(`${server.url}/v1/account`, () => ({ headers: { authorization: `Bearer ${bystanderKey}` } }), intervalMs)
+    probe.start()
+    let bystanderSends = 0
+    const bystanderBody = () => JSON.stringify({ recipients: [benchPhoneNumber(60_000_000 + bystanderSends++)], content: 'Your code is 654321', senderId: 'Other' })
+    const duringSender = during ? new Probe(`${server.url}/v1/sms/send`, () => ({ method: 'POST', headers: { authorization: `Bearer ${bystanderKey}`, 'content-type': 'application/json' }, body: bystanderBody() }), 1000 / rate, 201) : undefined
+    duringSender?.start()
+    await sleep(idleMs)
+
+    // (a) the send, until every recipient is queued: when the request queues them itself,
+    // the first look after its answer finds them all; when they are queued after the
+    // answer, until the broadcast's message (GET /v1/sms) counts as many as the answer.
+    const cpu0 = await cpuMark(server, copy, settings.adminUrl)
+    const sendStart = performance.now()
+    const started = (await api(server, senderKey, 'POST', `/v1/broadcasts/${broadcastId}/send`, {}, 202)) as { status: string; recipients: number; creditsUsed: number }
+    const sendEnd = performance.now()
+    const cpu1 = await cpuMark(server, copy, settings.adminUrl)
+    const recipients = started.recipients
+    log(`  run ${run}: (a) POST send answered in ${sec((sendEnd - sendStart) / 1000)}: ${started.status}, ${int(recipients)} recipients`)
+
+    // (b) until every recipient is handed over, then until completed.
+    let queuedAt = Number.NaN
+    let cpuQueued = cpu1
+    let handoffAt = Number.NaN
+    let completedAt = Number.NaN
+    let last: any
+    let lastLog = performance.now()
+    for (let poll = 0; performance.now() - sendStart < maxWaitMs; poll++) {
+      last = await api(server, senderKey, 'GET', `/v1/broadcasts/${broadcastId}`)
+      const now = performance.now()
+      if (Number.isNaN(queuedAt)) {
+        // The broadcast's message counts the recipient rows written so far; nothing else
+        // is sent from this account meanwhile, so it is the newest message.
+        const newest = (await api(server, senderKey, 'GET', '/v1/sms?pageSize=1')).items[0]
+        if (last.status === 'completed' || (newest?.broadcastId === broadcastId && newest.recipientCount >= recipients)) {
+          queuedAt = poll === 0 ? sendEnd : performance.now()
+          if (poll > 0) cpuQueued = await cpuMark(server, copy, settings.adminUrl)
+        }
+      }
+      if (Number.isNaN(handoffAt) && (last.sent >= recipients || last.status === 'completed')) handoffAt = now
+      if (last.status === 'completed') {
+        completedAt = now
+        break
+      }
+      if (now - lastLog > 10_000) {
+        lastLog = now
+        log(`    ${((now - sendStart) / 1000).toFixed(0)} s: sent ${int(last.sent)}, delivered ${int(last.delivered)}, failed ${int(last.failed)} of ${int(recipients)}`)
+      }
+      await sleep(100)
+    }
+    const cpu2 = await cpuMark(server, copy, settings.adminUrl)
+    const dispatchEnd = Number.isNaN(completedAt) ? performance.now() : completedAt
+    await probe.stop()
+    await duringSender?.stop()
+    const queueS = (queuedAt - sendStart) / 1000
+    const handoffS = (handoffAt - sendStart) / 1000
+    const completionS = (dispatchEnd - sendStart) / 1000
+    log(`  run ${run}: (a) all queued after ${sec(queueS)}; (b) every recipient handed over after ${sec(handoffS)}, ${Number.isNaN(completedAt) ? `NOT completed after ${sec(completionS)}` : `completed after ${sec(completionS)}`} (from the send)`)
+
+    // (c) single sends at a fixed rate, once the broadcast's work has settled; if it did
+    // not complete within --max-wait, on a fresh copy, so that it does not run beside (c).
+    if (Number.isNaN(completedAt)) {
+      log(`  run ${run}: the broadcast did not complete within --max-wait; (c) runs on a fresh copy`)
+      await stopCpuMarks()
+      await server.stop()
+      await copy.drop()
+      copy = await prepared.copy('run')
+      server = await start(copy)
+      await api(server, ADMIN_TOKEN, 'POST', `/v1/admin/accounts/${senderAccountId}/credits`, { amount: sendRequests }, 200)
+    }
+    await waitServerIdle(server, 60_000)
+    let n = 0
+    const body = () => JSON.stringify({ recipients: [benchPhoneNumber(50_000_000 + n++)], content: 'Your code is 123456', senderId: 'Bench' })
+    const sendOptions = (seconds: number): autocannon.Options => ({
+      url: server.url,
+      connections,
+      overallRate: rate,
+      ignoreCoordinatedOmission: true,
+      duration: seconds,
+      timeout: 10,
+      requests: [
+        {
+          method: 'POST',
+          path: '/v1/sms/send',
+          headers: { authorization: `Bearer ${senderKey}`, 'content-type': 'application/json' },
+          setupRequest: (request) => ({ ...request, body: body() }),
+        },
+      ],
+    })
+    if (warmupS > 0) await autocannon(sendOptions(warmupS))
+    const cpu3 = await cpuMark(server, copy, settings.adminUrl)
+    const result = await autocannon(sendOptions(durationS))
+    const cpu4 = await cpuMark(server, copy, settings.adminUrl)
+    log(`  run ${run}: (c) autocannon: ${int(result.requests.total)} sends in ${result.duration} s: p50 ${ms(result.latency.p50)}, p99 ${ms(result.latency.p99)}, max ${ms(result.latency.max)}`)
+
+    // (c) again, evenly paced: autocannon's rate lets each connection send its share of a
+    // second back to back at the start of the second, so 10 connections arrive as bursts
+    // of 10 at a time; here one request leaves every 1000/rate ms, open loop.
+    let paced: ProbeStats | undefined
+    let cpuPaced: CpuShare | undefined
+    if (settings.paced) {
+      await waitServerIdle(server, 30_000)
+      const sender = new Probe(`${server.url}/v1/sms/send`, () => ({ method: 'POST', headers: { authorization: `Bearer ${senderKey}`, 'content-type': 'application/json' }, body: body() }), 1000 / rate, 201)
+      sender.start()
+      await sleep(warmupS * 1000)
+      const from = performance.now()
+      const cpu5 = await cpuMark(server, copy, settings.adminUrl)
+      await sleep(durationS * 1000)
+      const to = performance.now()
+      const cpu6 = await cpuMark(server, copy, settings.adminUrl)
+      await sender.stop()
+      paced = sender.stats(from, to)
+      cpuPaced = cpuBetween(cpu5, cpu6)
+      log(`  run ${run}: (c) paced: ${int(paced.count)} sends: p50 ${ms(paced.p50)}, p99 ${ms(paced.p99)}, max ${ms(paced.max)}${paced.failed ? `, FAILED ${paced.failed}` : ''}`)
+    }
+
+    return {
+      floor,
+      queue: { seconds: queueS, answerSeconds: (sendEnd - sendStart) / 1000, recipients, creditsUsed: started.creditsUsed },
+      handoff: {
+        seconds: handoffS,
+        afterQueuedSeconds: (handoffAt - queuedAt) / 1000,
+        recipientsPerSecond: Number.isNaN(handoffS) ? last.sent / completionS : recipients / handoffS,
+        afterQueuedRecipientsPerSecond: recipients / ((handoffAt - queuedAt) / 1000),
+      },
+      completion: {
+        seconds: completionS,
+        recipientsPerSecond: Number.isNaN(completedAt) ? (last.delivered + last.failed) / completionS : recipients / completionS,
+        completed: !Number.isNaN(completedAt),
+        delivered: last.delivered,
+        failed: last.failed,
+        sent: last.sent,
+      },
+      timeline: {
+        queuedS: queueS,
+        handoffS,
+        completionS,
+        // Every probe: when it was sent (s from the send) and how long it took (ms).
+        probes: probe.samples.map((p) => [Number(((p.sentAt - sendStart) / 1000).toFixed(3)), Number(p.ms.toFixed(1)), p.status]),
+      },
+      probe: {
+        idle: probe.stats(0, sendStart),
+        queue: probe.stats(sendStart, queuedAt),
+        dispatch: probe.stats(queuedAt, dispatchEnd),
+        all: probe.stats(sendStart, dispatchEnd),
+      },
+      ...(duringSender
+        ? {
+            during: {
+              idle: duringSender.stats(0, sendStart),
+              queue: duringSender.stats(sendStart, queuedAt),
+              dispatch: duringSender.stats(queuedAt, dispatchEnd),
+              all: duringSender.stats(sendStart, dispatchEnd),
+            },
+          }
+        : {}),
+      cpu: { queue: cpuBetween(cpu0, cpuQueued), dispatch: cpuBetween(cpuQueued, cpu2), send: cpuBetween(cpu3, cpu4), ...(cpuPaced ? { paced: cpuPaced } : {}) },
+      ...(paced ? { paced } : {}),
+      send: {
+        requests: result.requests.total,
+        rps: result.requests.total / result.duration,
+        p50: result.latency.p50,
+        p90: result.latency.p90,
+        p99: result.latency.p99,
+        max: result.latency.max,
+        mean: result.latency.mean,
+        non2xx: result.non2xx,
+        errors: result.errors,
+        timeouts: result.timeouts,
+      },
+    }
+  } finally {
+    await stopCpuMarks()
+    await server.stop()
+    await copy.drop()
+  }
+}
