@@ -65,17 +65,17 @@ describe('SQLite store: the background connection (writer thread)', () => {
     expect(await names(background)).toEqual(['taken', 'next'])
   })
 
-  it('keeps the event loop free while a long statement runs, where the main connection holds it for the whole statement', async () => {
+  // A machine busy with other processes (CI runs test files side by side on two cores) can
+  // hold this process off its core for tens of milliseconds now and then: two more tries.
+  // Were the statement on this thread, every try would hold the loop for all of it.
+  it('keeps the event loop free while a long statement runs, where the main connection holds it for the whole statement', { retry: 2 }, async () => {
     const { store } = await storeWithItems()
     // A statement of a few hundred milliseconds: a count over millions of generated rows.
     const long = sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < 1000000) select count(*) as c from n`
     const onMain = await loopDelayDuring(long.execute(store.db))
     const onWriter = await loopDelayDuring(long.execute(store.background))
     expect(onMain).toBeGreaterThan(100)
-    // On the writer thread the loop runs its timers throughout. A busy machine can still
-    // hold a process off its core for tens of milliseconds (vitest runs files side by
-    // side), so the bound is relative: far below the stretch the main connection held it.
-    expect(onWriter).toBeLessThan(onMain / 3)
+    expect(onWriter).toBeLessThan(50)
   })
 
   it('when its thread dies mid-transaction, the transaction fails and is rolled back, and the next statement starts a new thread', async () => {
