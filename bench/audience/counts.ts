@@ -16,11 +16,8 @@ import SQLite from '../../src/platform/db/sqlite-binding.js'
 import { Kysely, PostgresDialect, SqliteDialect, type Compilable } from 'kysely'
 import pg from 'pg'
 import { postgresDialect, sqliteDialect } from '../../src/platform/db/dialect.js'
-import { compileRuleSet } from '../../src/modules/audience/index.js'
-// Not the index's countAudience (that one is countRecipients, a different query): this is
-// the count with the opted-out split that POST /v1/audience/segments/preview runs, which
-// the index does not export.
-import { countAudience } from '../../src/modules/audience/queries.js'
+// countAudience: the count with the opted-out split that POST /v1/audience/segments/preview runs.
+import { compileRuleSet, countAudience } from '../../src/modules/audience/index.js'
 import { benchSegments } from './segments.js'
 import { compareWithFloor, openFloor } from './floor.js'
 import { generateContactsCsv, phoneNumber } from './generate.js'

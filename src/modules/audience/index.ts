@@ -7,5 +7,9 @@ export { parseRules, type Rule, type RuleSet } from './segments/rules.js'
 export { compileAudience } from './segments/service.js'
 /** Opt-out by phone number, for sends (skip) and inbound STOP/START (record). */
 export { optedOutAmong, setOptedOut } from './opt-out.js'
-/** Live count of the contacts a predicate selects, opted-out ones left out; off the request connection on SQLite. */
-export { countRecipients as countAudience } from './queries.js'
+/**
+ * Live counts of the contacts a predicate selects, off the request connection on SQLite:
+ * countRecipients leaves opted-out ones out (what a broadcast sends to); countAudience
+ * splits them (what a segment preview shows).
+ */
+export { countAudience, countRecipients } from './segments/queries.js'

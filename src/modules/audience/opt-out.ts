@@ -5,7 +5,7 @@ import type { ParsedPhone } from '../../platform/phone.js'
 import { newContact } from './contacts/service.js'
 import type { AudienceDeps } from './deps.js'
 import { contactEvent, contactUpdatedEvent } from './events.js'
-import * as queries from './queries.js'
+import * as contactQueries from './contacts/queries.js'
 import { markCountsStale } from './segments/queries.js'
 
 const NUMBERS_PER_QUERY = 500
@@ -40,14 +40,14 @@ export async function setOptedOut(
   now: Date,
 ): Promise<{ contactId: string; changed: boolean }> {
   const at = now.toISOString()
-  const saved = await queries.upsertContacts(trx, deps.dialect, accountId, [newContact(phone)], at)
+  const saved = await contactQueries.upsertContacts(trx, deps.dialect, accountId, [newContact(phone)], at)
   const contactId = saved.idByPhone.get(phone.number)!
   const created = saved.created.has(phone.number)
   if (created) await emit(trx, contactEvent('ContactCreated', accountId, { id: contactId, phoneNumber: phone.number }, now))
-  const row = await queries.findContactForUpdate(trx, deps.dialect, accountId, contactId)
+  const row = await contactQueries.findContactForUpdate(trx, deps.dialect, accountId, contactId)
   const changed = Boolean(row) && Boolean(row!.opted_out) !== optedOut
   if (changed) {
-    await queries.updateContact(trx, accountId, contactId, { opted_out: optedOut ? 1 : 0, updated_at: at })
+    await contactQueries.updateContact(trx, accountId, contactId, { opted_out: optedOut ? 1 : 0, updated_at: at })
     await emit(trx, contactUpdatedEvent(accountId, { id: contactId, phoneNumber: phone.number }, ['optedOut'], now))
   }
   // Segment counts leave opted-out contacts out.

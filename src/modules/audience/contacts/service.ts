@@ -8,10 +8,11 @@ import { NotFound, ValidationFailed } from '../../../platform/problems.js'
 import type { AudienceDeps } from '../deps.js'
 import { contactEvent, contactUpdatedEvent } from '../events.js'
 import { parsePhoneList } from '../phone-list.js'
-import * as queries from '../queries.js'
-import type { ContactRow, NewContact } from '../queries.js'
+import * as listQueries from '../lists/queries.js'
 import { markCountsStale } from '../segments/queries.js'
-import type { Contact, CreateContactBody, CreateContactsBody, UpdateContactBody } from '../schemas.js'
+import * as queries from './queries.js'
+import type { ContactRow, NewContact } from './queries.js'
+import type { Contact, CreateContactBody, CreateContactsBody, UpdateContactBody } from './schemas.js'
 
 /** A contact to save for a parsed number, with whatever else is known of it. */
 export function newContact(phone: ParsedPhone, fields: Partial<Pick<NewContact, 'first_name' | 'last_name' | 'email' | 'attributes'>> = {}): NewContact {
@@ -59,7 +60,7 @@ export async function saveContacts(
   contacts: readonly NewContact[],
   listId: string | undefined,
 ): Promise<{ idByPhone: Map<string, string>; created: Set<string>; added: number }> {
-  if (listId !== undefined && !(await queries.findListForShare(trx, deps.dialect, accountId, listId))) {
+  if (listId !== undefined && !(await listQueries.findListForShare(trx, deps.dialect, accountId, listId))) {
     throw new NotFound('contact list', listId)
   }
   const now = deps.clock.now()
@@ -71,13 +72,13 @@ export async function saveContacts(
   )
   // Counted by the insert itself: a count of the list before and after would include
   // members that concurrent requests added in between.
-  const added = listId === undefined ? 0 : await queries.addListMembers(trx, listId, [...saved.idByPhone.values()], at)
+  const added = listId === undefined ? 0 : await listQueries.addListMembers(trx, listId, [...saved.idByPhone.values()], at)
   if (saved.created.size > 0 || listId !== undefined) await markCountsStale(trx, accountId, at)
   return { ...saved, added }
 }
 
 export async function requireList(deps: Pick<AudienceDeps, 'db'>, accountId: string, listId: string | undefined): Promise<void> {
-  if (listId !== undefined && !(await queries.findList(deps.db, accountId, listId))) throw new NotFound('contact list', listId)
+  if (listId !== undefined && !(await listQueries.findList(deps.db, accountId, listId))) throw new NotFound('contact list', listId)
 }
 
 export async function createContacts(deps: AudienceDeps, accountId: string, input: CreateContactsBody) {

@@ -1,10 +1,10 @@
 import type { ImportBatch, ImportRowError, ParsedImportRow } from './protocol.js'
-import type { NewContact } from '../queries.js'
+import type { NewContact } from '../contacts/queries.js'
 
 // Imported rows carry their attributes as JSON text (attributes_json).
 const NO_ATTRIBUTES: Record<string, string> = Object.freeze({}) as Record<string, string>
 
-/** Consecutive rows of the file, written together in phone order (import-writes.ts). */
+/** Consecutive rows of the file, written together in phone order (writes.ts). */
 export interface ImportWindow {
   rows: ParsedImportRow[]
   errors: ImportRowError[]

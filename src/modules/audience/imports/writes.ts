@@ -8,8 +8,9 @@ import { contactEvent } from '../events.js'
 import * as importQueries from './queries.js'
 import type { ImportBatch, ImportRowError } from './protocol.js'
 import { ImportWindows, orderWindow, type ImportWindow } from './window.js'
-import * as queries from '../queries.js'
-import type { NewContact } from '../queries.js'
+import * as contactQueries from '../contacts/queries.js'
+import type { NewContact } from '../contacts/queries.js'
+import { findListForShare } from '../lists/queries.js'
 import { markCountsStale } from '../segments/queries.js'
 
 const KEPT_ERRORS = 1000
@@ -113,21 +114,21 @@ async function writeWindow(deps: AudienceDeps, pace: WritePace, job: ImportJob, 
  * the contacts. Returns how many contacts were created.
  */
 async function saveImported(trx: Transaction<DB>, deps: AudienceDeps, job: ImportJob, contacts: NewContact[]): Promise<number> {
-  if (job.listId !== undefined && !(await queries.findListForShare(trx, deps.dialect, job.accountId, job.listId))) {
+  if (job.listId !== undefined && !(await findListForShare(trx, deps.dialect, job.accountId, job.listId))) {
     throw new NotFound('contact list', job.listId)
   }
   const now = deps.clock.now()
   const at = now.toISOString()
   let created: number
   if (await deps.demand.wants(job.accountId, 'ContactCreated')) {
-    const rows = await queries.insertNewContacts(trx, deps.dialect, job.accountId, contacts, at)
+    const rows = await contactQueries.insertNewContacts(trx, deps.dialect, job.accountId, contacts, at)
     await emitMany(
       trx,
       rows.map((row) => contactEvent('ContactCreated', job.accountId, { id: row.id, phoneNumber: row.phone_number }, now)),
     )
     created = rows.length
   } else {
-    created = await queries.insertNewContactsCounted(trx, deps.dialect, job.accountId, contacts, at)
+    created = await contactQueries.insertNewContactsCounted(trx, deps.dialect, job.accountId, contacts, at)
   }
   if (job.listId !== undefined) {
     await importQueries.addMembersByPhone(

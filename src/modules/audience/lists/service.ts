@@ -3,10 +3,11 @@ import { newId } from '../../../platform/ids.js'
 import { NotFound, ValidationFailed } from '../../../platform/problems.js'
 import { MAX_NUMBERS_PER_REQUEST, newContact, requireList, saveContacts } from '../contacts/service.js'
 import type { AudienceDeps } from '../deps.js'
+import { ownedContactIds } from '../contacts/queries.js'
 import { parsePhoneList } from '../phone-list.js'
-import * as queries from '../queries.js'
-import type { AddToListBody, ContactList, CreateListBody } from '../schemas.js'
 import { markCountsStale } from '../segments/queries.js'
+import * as queries from './queries.js'
+import type { AddToListBody, ContactList, CreateListBody } from './schemas.js'
 
 export async function createList(deps: AudienceDeps, accountId: string, input: CreateListBody): Promise<string> {
   const name = input.name.trim()
@@ -49,7 +50,7 @@ export async function addToList(deps: AudienceDeps, accountId: string, listId: s
   let added = 0
   if (input.contactIds !== undefined) {
     const ids = [...new Set(input.contactIds)]
-    const owned = await queries.ownedContactIds(deps.db, accountId, ids)
+    const owned = await ownedContactIds(deps.db, accountId, ids)
     const unknown = ids.find((id) => !owned.has(id))
     // Another account's contact is treated as absent, like an unknown one.
     if (unknown !== undefined) throw new NotFound('contact', unknown)

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely'
+import { sql, type Compilable, type Kysely, type RawBuilder, type Transaction } from 'kysely'
 import type { Dialect } from '../../../platform/db/dialect.js'
 import type { DB, SegmentsTable } from '../../../platform/db/schema.js'
 
@@ -105,4 +105,62 @@ export async function storeCount(db: Handle, segmentId: string, version: number,
     .where('id', '=', segmentId)
     .where('count_version', '=', version)
     .execute()
+}
+
+// ---- audience evaluation ----
+
+/**
+ * Long reads go through `readLong` (store.readLong): on SQLite a reader thread, so a
+ * count over a million contacts never stalls the requests around it.
+ */
+export interface LongReads {
+  db: Kysely<DB>
+  readLong<T>(query: Compilable<T>): Promise<T[]>
+}
+
+/** Count of matching contacts, split into those a broadcast would send to and opted-out ones. */
+export async function countAudience({ db, readLong }: LongReads, accountId: string, predicate: RawBuilder<boolean>) {
+  const [row] = await readLong(db
+    .selectFrom('contacts')
+    .select([
+      sql<number>`coalesce(sum(case when contacts.opted_out = 0 then 1 else 0 end), 0)`.as('recipients'),
+      sql<number>`coalesce(sum(contacts.opted_out), 0)`.as('opted_out'),
+    ])
+    .where('contacts.account_id', '=', accountId)
+    .where(predicate))
+  return { recipients: Number(row!.recipients), optedOut: Number(row!.opted_out) }
+}
+
+/** Just the recipients: the count a broadcast would send to now. */
+export async function countRecipients({ db, readLong }: LongReads, accountId: string, predicate: RawBuilder<boolean>): Promise<number> {
+  const [row] = await readLong(db
+    .selectFrom('contacts')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .where('contacts.account_id', '=', accountId)
+    .where('contacts.opted_out', '=', 0)
+    .where(predicate))
+  return Number(row!.count)
+}
+
+export function sampleRecipients({ db, readLong }: LongReads, accountId: string, predicate: RawBuilder<boolean>, limit: number) {
+  return readLong(db
+    .selectFrom('contacts')
+    .selectAll()
+    .where('contacts.account_id', '=', accountId)
+    .where('contacts.opted_out', '=', 0)
+    .where(predicate)
+    .orderBy('contacts.created_at', 'desc')
+    .orderBy('contacts.id', 'desc')
+    .limit(limit))
+}
+
+/** Recipient counts of several predicates in one scan of the account's contacts. */
+export async function countRecipientsForEach({ db, readLong }: LongReads, accountId: string, predicates: readonly RawBuilder<boolean>[]): Promise<number[]> {
+  if (predicates.length === 0) return []
+  const [row] = (await readLong(db
+    .selectFrom('contacts')
+    .select(predicates.map((p, i) => sql<number>`coalesce(sum(case when ${p} then 1 else 0 end), 0)`.as(`c${i}`)))
+    .where('contacts.account_id', '=', accountId)
+    .where('contacts.opted_out', '=', 0))) as Record<string, number>[]
+  return predicates.map((_, i) => Number(row![`c${i}`]))
 }

@@ -6,9 +6,9 @@ import { newId } from '../../../platform/ids.js'
 import { NotFound, ValidationFailed } from '../../../platform/problems.js'
 import { toContact } from '../contacts/service.js'
 import type { AudienceDeps } from '../deps.js'
-import * as queries from '../queries.js'
+import * as listQueries from '../lists/queries.js'
 import { parseRules, referencedListIds, type RuleSet, type RulesOperator } from './rules.js'
-import type { Segment, SegmentBody, SegmentListItem, SegmentPreview } from '../schemas.js'
+import type { Segment, SegmentBody, SegmentListItem, SegmentPreview } from './schemas.js'
 import { compileRuleSet } from './sql.js'
 import * as segmentQueries from './queries.js'
 
@@ -25,9 +25,9 @@ function segmentName(name: string): string {
 async function checkRuleSet(deps: AudienceDeps, accountId: string, operator: RulesOperator | undefined, rules: string | undefined): Promise<RuleSet> {
   const ruleSet: RuleSet = { operator: operator ?? 'AND', rules: parseRules(rules ?? '[]') }
   const listIds = referencedListIds(ruleSet.rules)
-  if ((await queries.countOwnedLists(deps.db, accountId, listIds)) < listIds.length) {
+  if ((await listQueries.countOwnedLists(deps.db, accountId, listIds)) < listIds.length) {
     for (const listId of listIds) {
-      if (!(await queries.findList(deps.db, accountId, listId))) throw new NotFound('contact list', listId)
+      if (!(await listQueries.findList(deps.db, accountId, listId))) throw new NotFound('contact list', listId)
     }
   }
   return ruleSet
@@ -50,7 +50,7 @@ export async function compileAudience(
   target: { contactListId: string } | { segmentId: string },
 ): Promise<RawBuilder<boolean>> {
   if ('contactListId' in target) {
-    if (!(await queries.findList(db, accountId, target.contactListId))) throw new NotFound('contact list', target.contactListId)
+    if (!(await listQueries.findList(db, accountId, target.contactListId))) throw new NotFound('contact list', target.contactListId)
     return compileRuleSet(dialect, { operator: 'AND', rules: [{ field: 'contactListId', operator: 'equals', value: target.contactListId }] })
   }
   const row = await segmentQueries.findSegment(db, accountId, target.segmentId)
@@ -60,7 +60,7 @@ export async function compileAudience(
 
 /** Live recipient count of saved rules: what a broadcast would send to now. */
 export async function countSegmentRecipients(deps: AudienceDeps, accountId: string, row: { rules_operator: RulesOperator; rules: string }): Promise<number> {
-  return queries.countRecipients(deps, accountId, compileRuleSet(deps.dialect, ruleSetOf(row)))
+  return segmentQueries.countRecipients(deps, accountId, compileRuleSet(deps.dialect, ruleSetOf(row)))
 }
 
 export async function createSegment(deps: AudienceDeps, accountId: string, input: SegmentBody): Promise<string> {
@@ -152,8 +152,8 @@ export async function deleteSegment(deps: AudienceDeps, accountId: string, segme
 async function preview(deps: AudienceDeps, accountId: string, ruleSet: RuleSet, limit: number): Promise<SegmentPreview> {
   const predicate = compileRuleSet(deps.dialect, ruleSet)
   const [counts, sample] = await Promise.all([
-    queries.countAudience(deps, accountId, predicate),
-    limit > 0 ? queries.sampleRecipients(deps, accountId, predicate, limit) : Promise.resolve([]),
+    segmentQueries.countAudience(deps, accountId, predicate),
+    limit > 0 ? segmentQueries.sampleRecipients(deps, accountId, predicate, limit) : Promise.resolve([]),
   ])
   return { count: counts.recipients, optedOut: counts.optedOut, sample: sample.map((row) => toContact(deps, row)) }
 }

@@ -5,7 +5,7 @@ import type { BroadcastsTable, DB } from '../../../platform/db/schema.js'
 import { newId } from '../../../platform/ids.js'
 import { emit } from '../../../platform/outbox/emit.js'
 import { Conflict, NotFound } from '../../../platform/problems.js'
-import { compileAudience, countAudience } from '../../audience/index.js'
+import { compileAudience, countRecipients } from '../../audience/index.js'
 import { campaignEvent } from './events.js'
 import * as queries from './queries.js'
 import { price } from '../content.js'
@@ -24,7 +24,7 @@ export interface StartedBroadcast {
  */
 export async function countTarget(deps: Pick<MessagingDeps, 'db' | 'dialect' | 'readLong'>, broadcast: Pick<BroadcastsTable, 'account_id' | 'contact_list_id' | 'segment_id'>): Promise<number> {
   const audience = await deps.db.transaction().execute((trx) => compileTarget(trx, deps.dialect, broadcast))
-  return countAudience(deps, broadcast.account_id, audience)
+  return countRecipients(deps, broadcast.account_id, audience)
 }
 
 /**
