@@ -1,5 +1,6 @@
 import { sql, type Generated, type Kysely, type Transaction } from 'kysely'
 import type { Logger } from 'pino'
+import { BackgroundLoop } from './background-loop.js'
 import type { Clock } from './clock.js'
 import type { Dialect } from './db/dialect.js'
 import type { DB } from './db/schema.js'
@@ -48,8 +49,7 @@ const SWEEP_BATCH = 1000
 export class Leases {
   private readonly work = new Map<LeasedTable, LeasedWork>()
   private readonly held = new Map<LeasedTable, Map<LeasedId, () => void>>()
-  private timer: NodeJS.Timeout | undefined
-  private ticking: Promise<void> | undefined
+  private readonly sweeper: BackgroundLoop
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -57,7 +57,16 @@ export class Leases {
     private readonly clock: Clock,
     private readonly logger: Logger,
     readonly options: LeaseOptions,
-  ) {}
+  ) {
+    this.sweeper = new BackgroundLoop(() => this.tick(), {
+      pacing: 'fixed-rate',
+      // Renewing three times per lease leaves two renewals of slack before it can expire.
+      intervalMs: Math.max(10, Math.floor(options.ttlMs / 3)),
+      logger,
+      // tick() logs its own failures; this is never reached.
+      errorMessage: 'lease renewal or sweep failed; retrying on the next tick',
+    })
+  }
 
   get nodeId(): string {
     return this.options.nodeId
@@ -95,18 +104,11 @@ export class Leases {
     if (this.options.reclaimForeignAtStart) {
       for (const work of this.work.values()) await this.sweep(work, 'foreign')
     }
-    // Renewing three times per lease leaves two renewals of slack before it can expire.
-    const every = Math.max(10, Math.floor(this.options.ttlMs / 3))
-    this.timer = setInterval(() => {
-      if (this.ticking) return
-      this.ticking = this.tick().finally(() => (this.ticking = undefined))
-    }, every)
-    this.timer.unref()
+    this.sweeper.start()
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer)
-    await this.ticking
+    await this.sweeper.stop()
   }
 
   /** Renews what this node holds, then reclaims what nobody does. */

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
+import { BackgroundLoop } from '../../platform/background-loop.js'
 import type { DB } from '../../platform/db/schema.js'
 import { touchKey } from './queries.js'
 
@@ -11,21 +12,23 @@ import { touchKey } from './queries.js'
 export class KeyUsageRecorder {
   // Key id to the time of its last use, in ms: no date formatting on the request path.
   private pending = new Map<string, number>()
-  private timer: NodeJS.Timeout | undefined
+  private readonly loop: BackgroundLoop
 
   constructor(
     private readonly db: Kysely<DB>,
     private readonly logger: Logger,
-    private readonly flushMs: number,
-  ) {}
+    flushMs: number,
+  ) {
+    // flush() logs its own failures and keeps the batch for the next one.
+    this.loop = new BackgroundLoop(() => this.flush(), { pacing: 'fixed-rate', intervalMs: flushMs, logger, errorMessage: 'could not record key usage' })
+  }
 
   record(keyId: string, usedAtMs: number): void {
     this.pending.set(keyId, usedAtMs)
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.flush(), this.flushMs)
-    this.timer.unref()
+    this.loop.start()
   }
 
   async flush(): Promise<void> {
@@ -43,7 +46,7 @@ export class KeyUsageRecorder {
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer)
+    await this.loop.stop()
     await this.flush()
   }
 }

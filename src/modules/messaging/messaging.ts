@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { Logger } from 'pino'
+import { BackgroundLoop } from '../../platform/background-loop.js'
 import type { AppModule, PlatformDeps } from '../../platform/module.js'
 import type { EventDemand } from '../../platform/outbox/demand.js'
 import { BroadcastQueue, DEFAULT_BROADCAST_QUEUE, type BroadcastQueueOptions } from './broadcasts/queue.js'
@@ -61,7 +62,7 @@ export class Messaging implements AppModule {
   private readonly dispatcher: Dispatcher
   private readonly scheduler: BroadcastScheduler
   private readonly broadcastQueue: BroadcastQueue
-  private purgeTimer: NodeJS.Timeout | undefined
+  private readonly idempotencyPurge: BackgroundLoop
   private readonly logger: Logger
 
   constructor(
@@ -114,6 +115,12 @@ export class Messaging implements AppModule {
       concurrency: options.dispatchConcurrency,
       wakeDelayMs: 2,
     })
+    this.idempotencyPurge = new BackgroundLoop(() => purgeExpired(this.background.db, this.deps.clock.now()), {
+      pacing: 'fixed-rate',
+      intervalMs: PURGE_EVERY_MS,
+      logger,
+      errorMessage: 'purging idempotency keys failed',
+    })
     this.scheduler = new BroadcastScheduler(
       this.background,
       logger.child({ component: 'broadcast-scheduler' }),
@@ -147,14 +154,11 @@ export class Messaging implements AppModule {
     await this.scheduler.start()
     this.dispatcher.start()
     this.receiptTimeouts.start()
-    this.purgeTimer = setInterval(() => {
-      purgeExpired(this.background.db, this.deps.clock.now()).catch((err: unknown) => this.logger.error({ err }, 'purging idempotency keys failed'))
-    }, PURGE_EVERY_MS)
-    this.purgeTimer.unref()
+    this.idempotencyPurge.start()
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.purgeTimer)
+    await this.idempotencyPurge.stop()
     await this.receiptTimeouts.stop()
     await this.scheduler.stop()
     await this.broadcastQueue.stop()

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
+import { BackgroundLoop } from '../../platform/background-loop.js'
 import type { Clock } from '../../platform/clock.js'
 import type { DB } from '../../platform/db/schema.js'
 import { countChannelEvents, findSizeTrimBound, listOldestEvents, trimChannelThrough, trimEvents } from './history-queries.js'
@@ -39,15 +40,21 @@ export class HistoryTrimmer {
    * so the count errs towards checking early. Without it, every publish cost a query.
    */
   private readonly room = new Map<string, number>()
-  private timer: NodeJS.Timeout | undefined
-  private running: Promise<void> | undefined
+  private readonly loop: BackgroundLoop<boolean>
 
   constructor(
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
-    private readonly logger: Logger,
+    logger: Logger,
     private readonly options: HistoryTrimmerOptions,
-  ) {}
+  ) {
+    this.loop = new BackgroundLoop(() => this.run(RUN_BUDGET_MS), {
+      pacing: 'fixed-rate',
+      intervalMs: TRIM_EVERY_MS,
+      logger,
+      errorMessage: 'trimming push history failed; retrying at the next run',
+    })
+  }
 
   /** A publish added to the channel: it takes some of the channel's known room, or has its size checked at the next run. */
   noteGrowth(accountId: string, channel: string): void {
@@ -63,25 +70,16 @@ export class HistoryTrimmer {
   }
 
   start(): void {
-    this.timer = setInterval(() => {
-      if (this.running) return
-      this.running = this.run(RUN_BUDGET_MS)
-        .then(() => undefined)
-        .catch((err: unknown) => this.logger.error({ err }, 'trimming push history failed; retrying at the next run'))
-        .finally(() => (this.running = undefined))
-    }, TRIM_EVERY_MS)
-    this.timer.unref()
+    this.loop.start()
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer)
-    this.timer = undefined
-    await this.running
+    await this.loop.stop()
   }
 
   /** Trims everything due now, however long it takes (tests, and nothing else). */
   async trimNow(): Promise<void> {
-    await this.running
+    await this.loop.idle()
     while (await this.run(Infinity));
   }
 

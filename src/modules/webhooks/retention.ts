@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import { BackgroundLoop } from '../../platform/background-loop.js'
 import type { Clock } from '../../platform/clock.js'
 import type { Kysely } from 'kysely'
 import type { DB } from '../../platform/db/schema.js'
@@ -15,36 +16,32 @@ const PURGE_BATCH = 1_000
  * (two nodes deleting at once only split the work).
  */
 export class LogRetention {
-  private timer: NodeJS.Timeout | undefined
-  private running: Promise<unknown> | undefined
+  private readonly loop: BackgroundLoop
 
   constructor(
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly retentionMs: number,
-  ) {}
+  ) {
+    const purge = async () => {
+      await this.purge()
+    }
+    this.loop = new BackgroundLoop(purge, {
+      pacing: 'after-run',
+      firstDelayMs: FIRST_PURGE_AFTER_MS,
+      intervalMs: PURGE_EVERY_MS,
+      logger,
+      errorMessage: 'purging old webhook logs failed; retrying at the next run',
+    })
+  }
 
   start(): void {
-    this.schedule(FIRST_PURGE_AFTER_MS)
+    this.loop.start()
   }
 
   async stop(): Promise<void> {
-    clearTimeout(this.timer)
-    this.timer = undefined
-    await this.running
-  }
-
-  private schedule(delayMs: number): void {
-    this.timer = setTimeout(() => {
-      this.running = this.purge()
-        .catch((err: unknown) => this.logger.error({ err }, 'purging old webhook logs failed; retrying at the next run'))
-        .finally(() => {
-          this.running = undefined
-          if (this.timer) this.schedule(PURGE_EVERY_MS)
-        })
-    }, delayMs)
-    this.timer.unref()
+    await this.loop.stop()
   }
 
   /** Deletes everything past the retention now; returns how many log entries and deliveries went. */

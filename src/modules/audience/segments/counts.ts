@@ -1,9 +1,9 @@
 import type { Logger } from 'pino'
+import { BackgroundLoop } from '../../../platform/background-loop.js'
 import type { AudienceDeps } from '../deps.js'
-import { countRecipientsForEach } from '../queries.js'
 import { parseRules, type RulesOperator } from './rules.js'
 import { compileRuleSet } from './sql.js'
-import { findDueCounts, storeCount } from './queries.js'
+import { countRecipientsForEach, findDueCounts, storeCount } from './queries.js'
 
 export interface CountCacheOptions {
   /** Wait until changes have been quiet this long before recounting. */
@@ -19,6 +19,8 @@ export const DEFAULT_COUNT_CACHE: CountCacheOptions = { settleMs: 2_000, maxStal
 // One scan of an account's contacts counts this many segments at once; bounded so a
 // preview waiting behind the scan on SQLite's reader thread is not held up for long.
 const SEGMENTS_PER_SCAN = 10
+// Due counts taken per run; a full batch is followed by the next at once.
+const DUE_PER_RUN = 500
 
 /**
  * Keeps segments' cached contactCount for listings. Changes mark counts stale in their
@@ -27,25 +29,28 @@ const SEGMENTS_PER_SCAN = 10
  * counting. A broadcast never uses this cache: it evaluates the rules live.
  */
 export class SegmentCountCache {
-  private timer: NodeJS.Timeout | undefined
-  private running: Promise<void> | undefined
-  private stopped = true
+  private readonly loop: BackgroundLoop<number>
 
   constructor(
     private readonly deps: AudienceDeps,
-    private readonly logger: Logger,
+    logger: Logger,
     private readonly options: CountCacheOptions = DEFAULT_COUNT_CACHE,
-  ) {}
+  ) {
+    this.loop = new BackgroundLoop(() => this.refreshDue(), {
+      pacing: 'after-run',
+      intervalMs: options.pollMs,
+      nextDelayMs: (examined) => (examined === DUE_PER_RUN ? 0 : options.pollMs),
+      logger,
+      errorMessage: 'segment count refresh failed',
+    })
+  }
 
   start(): void {
-    this.stopped = false
-    this.schedule(this.options.pollMs)
+    this.loop.start()
   }
 
   async stop(): Promise<void> {
-    this.stopped = true
-    clearTimeout(this.timer)
-    await this.running
+    await this.loop.stop()
   }
 
   /** Recounts every due segment now; returns how many counts were examined. */
@@ -55,7 +60,7 @@ export class SegmentCountCache {
       this.deps.db,
       new Date(now.getTime() - this.options.settleMs).toISOString(),
       new Date(now.getTime() - this.options.maxStaleMs).toISOString(),
-      500,
+      DUE_PER_RUN,
     )
     const byAccount = new Map<string, typeof due>()
     for (const row of due) byAccount.set(row.account_id, [...(byAccount.get(row.account_id) ?? []), row])
@@ -73,21 +78,5 @@ export class SegmentCountCache {
       }
     }
     return due.length
-  }
-
-  private schedule(delayMs: number): void {
-    clearTimeout(this.timer)
-    this.timer = setTimeout(() => {
-      this.running = this.refreshDue()
-        .catch((err: unknown) => this.logger.error({ err }, 'segment count refresh failed'))
-        .then((examined) => {
-          if (this.stopped) return
-          this.schedule(examined === 500 ? 0 : this.options.pollMs)
-        })
-        .finally(() => {
-          this.running = undefined
-        })
-    }, delayMs)
-    this.timer.unref()
   }
 }

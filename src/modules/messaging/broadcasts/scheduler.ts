@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import { BackgroundLoop } from '../../../platform/background-loop.js'
 import type { Leases } from '../../../platform/lease.js'
 import { emit } from '../../../platform/outbox/emit.js'
 import { Conflict, InsufficientCredits } from '../../../platform/problems.js'
@@ -24,9 +25,7 @@ export const DEFAULT_BROADCAST_SCHEDULER: BroadcastSchedulerOptions = { pollMs: 
  * draft with the reason in `failure`, so its owner can fix it and send again.
  */
 export class BroadcastScheduler {
-  private timer: NodeJS.Timeout | undefined
-  private ticking: Promise<void> | undefined
-  private running = false
+  private readonly loop: BackgroundLoop
 
   constructor(
     private readonly deps: MessagingDeps,
@@ -34,7 +33,16 @@ export class BroadcastScheduler {
     private readonly leases: Leases,
     private readonly resumeAbandoned: (limit: number) => Promise<number>,
     private readonly options: BroadcastSchedulerOptions = DEFAULT_BROADCAST_SCHEDULER,
-  ) {}
+  ) {
+    this.loop = new BackgroundLoop(() => this.tick(), {
+      pacing: 'after-run',
+      firstDelayMs: 0,
+      intervalMs: options.pollMs,
+      logger,
+      // tick() logs its own failures; this is never reached.
+      errorMessage: 'looking for due broadcasts failed; retrying on the next poll',
+    })
+  }
 
   /** Registers broadcasts as leased work and starts polling; call before leases.start(). */
   async start(): Promise<void> {
@@ -44,25 +52,11 @@ export class BroadcastScheduler {
       // claim is enough for the next poll to start the broadcast.
       reclaim: (trx, ids) => queries.releaseClaims(trx, ids.map(String)),
     })
-    this.running = true
-    this.poll(0)
+    this.loop.start()
   }
 
   async stop(): Promise<void> {
-    this.running = false
-    clearTimeout(this.timer)
-    await this.ticking
-  }
-
-  private poll(delayMs: number): void {
-    if (!this.running) return
-    this.timer = setTimeout(() => {
-      this.ticking = this.tick().finally(() => {
-        this.ticking = undefined
-        this.poll(this.options.pollMs)
-      })
-    }, delayMs)
-    this.timer.unref()
+    await this.loop.stop()
   }
 
   /** Starts every scheduled broadcast that is due now. */
@@ -75,7 +69,7 @@ export class BroadcastScheduler {
         for (const id of ids) await this.startClaimed(id)
         // Broadcasts whose queueing node died: their claim was freed, any node resumes them.
         const resumed = await this.resumeAbandoned(this.options.batchSize)
-        if ((ids.length < this.options.batchSize && resumed < this.options.batchSize) || !this.running) return
+        if ((ids.length < this.options.batchSize && resumed < this.options.batchSize) || !this.loop.active) return
       }
     } catch (err) {
       this.logger.error({ err }, 'looking for due broadcasts failed; retrying on the next poll')

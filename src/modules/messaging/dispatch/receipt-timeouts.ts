@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import { BackgroundLoop } from '../../../platform/background-loop.js'
 import type { EventDemand } from '../../../platform/outbox/demand.js'
 import type { MessagingDeps } from '../deps.js'
 import { ProgressBatch } from './progress.js'
@@ -23,32 +24,28 @@ const PER_TRANSACTION = 1_000
  * once, whichever node gets there first.
  */
 export class ReceiptTimeouts {
-  private timer: NodeJS.Timeout | undefined
-  private sweeping: Promise<void> | undefined
+  private readonly loop: BackgroundLoop
 
   constructor(
     private readonly deps: MessagingDeps & { demand: EventDemand },
     private readonly logger: Logger,
     private readonly options: ReceiptTimeoutOptions,
-  ) {}
+  ) {
+    this.loop = new BackgroundLoop(
+      async () => {
+        const settled = await this.sweep()
+        if (settled > 0) this.logger.warn({ settled, timeoutHours: this.options.timeoutHours }, 'recipients settled without a receipt')
+      },
+      { pacing: 'fixed-rate', intervalMs: options.sweepMs, logger, errorMessage: 'settling recipients without a receipt failed; retrying' },
+    )
+  }
 
   start(): void {
-    this.timer = setInterval(() => {
-      this.sweeping ??= this.sweep()
-        .then(
-          (settled) => {
-            if (settled > 0) this.logger.warn({ settled, timeoutHours: this.options.timeoutHours }, 'recipients settled without a receipt')
-          },
-          (err: unknown) => this.logger.error({ err }, 'settling recipients without a receipt failed; retrying'),
-        )
-        .finally(() => (this.sweeping = undefined))
-    }, this.options.sweepMs)
-    this.timer.unref()
+    this.loop.start()
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer)
-    await this.sweeping
+    await this.loop.stop()
   }
 
   /** Settles every recipient whose receipt is overdue; answers how many. */
