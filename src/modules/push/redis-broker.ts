@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { gatherOn, type LocalFanout, type PublishResult, type PushBroker, type PushEvent, type ReplayResult } from './broker.js'
+import { RedisHistory } from './redis-history.js'
+import { SubscriberRecovery } from './redis-recovery.js'
+import { compareStreamIds, execOrThrow } from './redis-replies.js'
 import { LuaScript, publishLua } from './redis-scripts.js'
 
 export interface RedisPushBrokerOptions {
@@ -15,7 +18,7 @@ export interface RedisPushBrokerOptions {
 }
 
 /** One (account, channel) this node is subscribed to, with its open connections. */
-interface Subscription {
+export interface Subscription {
   accountId: string
   channel: string
   connections: number
@@ -29,13 +32,12 @@ interface Subscription {
   lastId?: string
 }
 
-interface Received {
+export interface Received {
   subscription: Subscription
   event: PushEvent
 }
 
 const publishScript = new LuaScript(publishLua)
-const ID = /^(0|[1-9]\d{0,15})-(0|[1-9]\d{0,15})$/
 
 /**
  * Cluster mode: history in Redis Streams, fan-out to every node through Redis pub/sub.
@@ -54,7 +56,7 @@ const ID = /^(0|[1-9]\d{0,15})-(0|[1-9]\d{0,15})$/
  * of a busy account. Redis handles millions of pub/sub channels; all of them share one
  * connection, and Redis writes to it in the order the publishes ran, which is id order.
  * If that connection drops, ioredis subscribes again on reconnecting and this broker reads
- * what was published meanwhile from the streams before going on live (recover).
+ * what was published meanwhile from the streams before going on live (SubscriberRecovery).
  *
  * `delivered` sums the counts of live nodes only, so a dead node's connections stop counting
  * once its liveness key lapses (livenessTtlMs).
@@ -72,17 +74,15 @@ export class RedisPushBroker implements PushBroker {
   private subscriber: Redis | undefined
   private local: LocalFanout | undefined
   private heartbeat: NodeJS.Timeout | undefined
-  /** Live events held back while a resubscription catches up from the streams. */
-  private held: Received[] | undefined
+  /** Replays from the streams. */
+  private readonly history: RedisHistory
+  /** Catches up after the subscriber connection comes back, holding live events meanwhile. */
+  private readonly recovery: SubscriberRecovery
   /**
    * Live events read from the subscriber connection in this turn of the event loop, handed
    * out together once it is over, so a connection gets them in one socket write.
    */
   private arriving: Received[] | undefined
-  /** Per subscription, the newest id a catch-up handed out: held events up to it are repeats. */
-  private readonly caughtUp = new Map<Subscription, string>()
-  private recoveries: Promise<void> = Promise.resolve()
-  private recoveriesPending = 0
 
   constructor(
     private readonly redis: Redis,
@@ -96,6 +96,8 @@ export class RedisPushBroker implements PushBroker {
     this.historyTtlMs = options.historyTtlS * 1000
     this.livenessTtlMs = options.livenessTtlMs ?? 15_000
     this.instance = `${options.nodeId}/${randomBytes(6).toString('base64url')}`
+    this.history = new RedisHistory(redis, this.key.bind(this), options.historySize, this.historyTtlMs)
+    this.recovery = new SubscriberRecovery(redis, this.key.bind(this), options.historySize, this.subscriptions, (received) => this.handAll(received))
   }
 
   async start(local: LocalFanout): Promise<void> {
@@ -107,7 +109,7 @@ export class RedisPushBroker implements PushBroker {
     let isFirstConnection = true
     subscriber.on('ready', () => {
       if (isFirstConnection) isFirstConnection = false
-      else this.recover(subscriber)
+      else this.recovery.recover(subscriber)
     })
     await this.redis.set(this.livenessKey(), '1', 'PX', this.livenessTtlMs)
     // A failed beat (Redis unreachable) is simply tried again on the next tick; by the
@@ -207,70 +209,13 @@ export class RedisPushBroker implements PushBroker {
     await Promise.all(pending)
   }
 
-  async replay(accountId: string, channels: readonly string[], afterId: string): Promise<ReplayResult> {
-    const unique = [...new Set(channels)]
-    const after = parseId(afterId)
-    const history = await this.readHistory(accountId, unique, after && afterId)
-    if (!after) return { events: history.events, complete: false }
-    // The id must be one this account could have been given (an id from before Redis lost
-    // its data, or from another server, can be past the last one), else the client gets
-    // all that is held, as for a malformed id.
-    if (!history.last || compareParsed(after, history.last) > 0) {
-      return { events: (await this.readHistory(accountId, unique, undefined)).events, complete: false }
-    }
-    // A stream idle for the TTL expires whole, leaving no watermark behind, so an id older
-    // than the TTL may have missed events nothing records any more.
-    const complete =
-      history.isWhole &&
-      after.ms >= history.nowMs - this.historyTtlMs &&
-      history.watermarks.every((watermark) => !watermark || compareParsed(watermark, after) <= 0)
-    return { events: history.events, complete }
-  }
-
-  /**
-   * The kept events after `afterId` (all kept events without one) on these channels.
-   * One MULTI reads every channel at one instant. Read one by one, a publish between two
-   * reads could land after the first read yet below the second's newest id, and the caller,
-   * who goes live after the newest replayed id, would never see it.
-   */
-  private async readHistory(accountId: string, channels: readonly string[], afterId: string | undefined) {
-    const size = this.options.historySize
-    const read = this.redis.multi().time().get(this.key(accountId, 'last'))
-    for (const channel of channels) {
-      read.get(this.key(accountId, 't', channel))
-      // Newest first, one more than history holds: getting that one means the channel
-      // holds more after the id than a replay hands out (a history size lowered since).
-      read.xrevrange(this.key(accountId, 'h', channel), '+', afterId ? `(${afterId}` : '-', 'COUNT', size + 1)
-    }
-    const replies = await execOrThrow(read)
-    const [seconds, micros] = replies[0] as [string, string]
-    let isWhole = true
-    const events: PushEvent[] = []
-    const watermarks = channels.map((channel, i) => {
-      const entries = replies[3 + 2 * i] as [string, string[]][]
-      if (entries.length > size) {
-        isWhole = false
-        entries.length = size
-      }
-      for (const [id, fields] of entries) events.push({ id, channel, ...readFields(fields) })
-      return parseId(replies[2 + 2 * i] as string | null)
-    })
-    events.sort((a, b) => this.compareIds(a.id, b.id))
-    return {
-      nowMs: Number(seconds) * 1000 + Math.floor(Number(micros) / 1000),
-      last: parseId(replies[1] as string | null),
-      watermarks,
-      isWhole,
-      events,
-    }
+  replay(accountId: string, channels: readonly string[], afterId: string): Promise<ReplayResult> {
+    return this.history.replay(accountId, channels, afterId)
   }
 
   /** Numeric order of `<ms>-<seq>`; an id that is not one puts itself before every id that is. */
   compareIds(a: string, b: string): number {
-    const left = parseId(a)
-    const right = parseId(b)
-    if (!left || !right) return (left ? 1 : 0) - (right ? 1 : 0)
-    return compareParsed(left, right)
+    return compareStreamIds(a, b)
   }
 
   private receive(name: string, message: Buffer): void {
@@ -286,8 +231,8 @@ export class RedisPushBroker implements PushBroker {
       event: message.toString('utf8', lengthEnd + 1, eventEnd),
       data: message.toString('utf8', eventEnd),
     }
-    if (this.held) {
-      this.held.push({ subscription, event })
+    if (this.recovery.held) {
+      this.recovery.held.push({ subscription, event })
       return
     }
     if (this.arriving === undefined) {
@@ -321,67 +266,6 @@ export class RedisPushBroker implements PushBroker {
     const newest = await this.redis.xrevrange(this.key(subscription.accountId, 'h', subscription.channel), '+', '-', 'COUNT', 1)
     const id = newest[0]?.[0] ?? '0-0'
     if (!subscription.lastId || this.compareIds(id, subscription.lastId) > 0) subscription.lastId = id
-  }
-
-  /**
-   * The subscriber connection came back (ioredis has sent the SUBSCRIBEs again): what was
-   * published meanwhile never reached this node, so it is read from the streams and handed
-   * out first, in id order per account, and live events wait until then. Without this, every
-   * connection on this node would silently miss those events.
-   */
-  private recover(subscriber: Redis): void {
-    this.held ??= []
-    this.recoveriesPending++
-    this.recoveries = this.recoveries
-      .then(() => this.catchUp(subscriber))
-      // A failed catch-up (Redis gone again) leaves a gap; holding live events back until
-      // some later reconnection instead could hold them without bound.
-      .catch(() => {})
-      .finally(() => {
-        if (--this.recoveriesPending > 0) return
-        const held = this.held ?? []
-        this.held = undefined
-        this.handAll(
-          held.filter(({ subscription, event }) => {
-            const caughtUp = this.caughtUp.get(subscription)
-            return !caughtUp || this.compareIds(event.id, caughtUp) > 0
-          }),
-        )
-        this.caughtUp.clear()
-      })
-  }
-
-  private async catchUp(subscriber: Redis): Promise<void> {
-    // Answered after the SUBSCRIBEs sent on reconnecting: from here on, events arrive (held).
-    await subscriber.ping()
-    const byAccount = new Map<string, Subscription[]>()
-    for (const subscription of this.subscriptions.values()) {
-      // No lastId: subscribed while disconnected; its connections replay for themselves.
-      if (!subscription.lastId) continue
-      const list = byAccount.get(subscription.accountId) ?? []
-      list.push(subscription)
-      byAccount.set(subscription.accountId, list)
-    }
-    for (const [accountId, subscriptions] of byAccount) {
-      const read = this.redis.multi()
-      for (const { channel, lastId } of subscriptions) {
-        read.xrange(this.key(accountId, 'h', channel), `(${lastId}`, '+', 'COUNT', this.options.historySize)
-      }
-      const replies = await execOrThrow(read)
-      const missed: Received[] = []
-      subscriptions.forEach((subscription, i) => {
-        for (const [id, fields] of replies[i] as [string, string[]][]) {
-          missed.push({ subscription, event: { id, channel: subscription.channel, ...readFields(fields) } })
-        }
-      })
-      missed.sort((a, b) => this.compareIds(a.event.id, b.event.id))
-      this.handAll(missed)
-      for (const { subscription, event } of missed) this.caughtUp.set(subscription, event.id)
-    }
-    // The streams were read on the other connection. A live event published before that read
-    // may still be in flight on this one, and would come after the held ones are let go, a
-    // repeat nobody filters. Its answer coming back means all such events are in.
-    await subscriber.ping()
   }
 
   /**
@@ -425,41 +309,4 @@ function keySegment(name: string): string {
   if (/^[0-9A-Za-z_.-]{1,128}$/.test(name)) return name
   if (!/[\uD800-\uDFFF]/u.test(name)) return `~${Buffer.from(name, 'utf8').toString('base64url')}`
   return `!${Buffer.from(name, 'utf16le').toString('base64url')}`
-}
-
-interface ParsedId {
-  ms: number
-  seq: number
-}
-
-function parseId(id: string | null): ParsedId | undefined {
-  const match = id === null ? null : ID.exec(id)
-  if (!match) return undefined
-  const ms = Number(match[1])
-  const seq = Number(match[2])
-  return Number.isSafeInteger(ms) && Number.isSafeInteger(seq) ? { ms, seq } : undefined
-}
-
-function compareParsed(a: ParsedId, b: ParsedId): number {
-  return a.ms - b.ms || a.seq - b.seq
-}
-
-function readFields(fields: string[]): { event: string; data: string } {
-  let event = ''
-  let data = ''
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    if (fields[i] === 'e') event = fields[i + 1] as string
-    else if (fields[i] === 'd') data = fields[i + 1] as string
-  }
-  return { event, data }
-}
-
-/** EXEC's replies, or the first command error (ioredis reports those per command). */
-async function execOrThrow(multi: ReturnType<Redis['multi']>): Promise<unknown[]> {
-  const results = await multi.exec()
-  if (!results) throw new Error('Redis transaction aborted')
-  return results.map(([error, reply]) => {
-    if (error) throw error
-    return reply
-  })
 }

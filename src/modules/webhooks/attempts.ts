@@ -1,7 +1,7 @@
 import { newId } from '../../platform/ids.js'
 import type { WebhooksDeps } from './deps.js'
 import * as queries from './queries.js'
-import type { ClaimedDelivery } from './queries.js'
+import type { ClaimedDelivery } from './delivery-queries.js'
 import { nextAttemptAt as scheduleNext } from './schedule.js'
 import type { AttemptResult } from './sender.js'
 

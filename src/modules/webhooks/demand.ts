@@ -2,7 +2,7 @@ import type { Compilable, Kysely } from 'kysely'
 import type { DB } from '../../platform/db/schema.js'
 import type { EventDemand } from '../../platform/outbox/demand.js'
 import type { EventType } from '../../platform/outbox/events.js'
-import { activeEventTypes } from './queries.js'
+import { activeEventTypes } from './webhook-queries.js'
 
 interface Entry {
   types: Set<string>

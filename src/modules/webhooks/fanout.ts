@@ -5,7 +5,7 @@ import type { DB, WebhookJobsTable } from '../../platform/db/schema.js'
 import { newId } from '../../platform/ids.js'
 import type { OutboxConsumer } from '../../platform/outbox/relay.js'
 import type { RelayedEvent } from '../../platform/outbox/events.js'
-import { activeWebhooksOf } from './queries.js'
+import { activeWebhooksOf } from './webhook-queries.js'
 
 type NewJob = Omit<WebhookJobsTable, 'claims' | 'lease_owner' | 'lease_expires_at'>
 

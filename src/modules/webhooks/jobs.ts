@@ -3,7 +3,7 @@ import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import { newId } from '../../platform/ids.js'
 import * as queries from './queries.js'
-import type { ClaimedDelivery } from './queries.js'
+import type { ClaimedDelivery } from './delivery-queries.js'
 
 /** Jobs claimed in one go: the deliveries this node takes from them, how many each job has here, and how many were written as rows instead. */
 export interface JobClaim {

@@ -3,7 +3,7 @@ import type { Counter, Histogram } from 'prom-client'
 import type { Clock } from '../../platform/clock.js'
 import type { DB } from '../../platform/db/schema.js'
 import type { Metrics } from '../../platform/metrics/registry.js'
-import { JOB_COUNT_CAP, waitingInJobs } from './queries.js'
+import { JOB_COUNT_CAP, waitingInJobs } from './job-queries.js'
 import type { DeliveryOutcome } from './sender.js'
 
 /** The due-deliveries gauge counts at most this many: a walk of the queue index, bounded per scrape. */

@@ -2,11 +2,13 @@ import type { Kysely, Transaction } from 'kysely'
 import type { Logger } from 'pino'
 import type { DB } from '../../platform/db/schema.js'
 import type { Leases } from '../../platform/lease.js'
-import { recordAttempts, type AttemptOutcome } from './attempts.js'
+import type { AttemptOutcome } from './attempts.js'
 import type { WebhooksDeps } from './deps.js'
 import { claimJobDeliveries, NO_JOBS, type JobClaim } from './jobs.js'
 import * as queries from './queries.js'
 import type { AttemptInFlight, SendAttempt } from './sender.js'
+import { IdleWait } from './worker-idle.js'
+import { AttemptRecorder } from './worker-recorder.js'
 
 export interface DeliveryWorkerOptions {
   timeoutMs: number
@@ -25,29 +27,13 @@ export interface DeliveryWorkerOptions {
 }
 
 /**
- * Attempts recorded in one transaction at most; a full batch is recorded at once. Fewer,
- * larger transactions write each shared page of the store once for more attempts: the
- * indexes led by the webhook (deliveries, logs) take an entry per attempt on that
- * webhook's page, so a batch holding two events for the same webhooks writes those pages
- * once for both. On SQLite, 2,048 rather than 1,024 took the writer thread about a fifth
- * less time per attempt.
- */
-const RECORD_BATCH = 2048
-/** How long a finished attempt may wait for others to share its transaction. */
-const RECORD_DELAY_MS = 20
-/** PostgreSQL's SQLSTATE for a transaction it rolled back to break a deadlock. */
-const DEADLOCK_DETECTED = '40P01'
-/**
  * Claimed deliveries waiting for a slot, at most, in multiples of maxInFlight. The queue is
  * refilled when half is left, so a claim takes about twelve times maxInFlight deliveries,
  * and what is left lasts while a claim waits behind a recording of RECORD_BATCH attempts
- * (on SQLite both take turns on one connection): with less, the sender ran dry during a
- * burst.
+ * (worker-recorder.ts; on SQLite both take turns on one connection): with less, the
+ * sender ran dry during a burst.
  */
 const CLAIM_AHEAD = 24
-/** After the fan-out reports new deliveries, how long an empty claim is retried soon (its transaction may not have committed yet). */
-const EXPECT_WINDOW_MS = 1000
-const EXPECT_FIRST_RETRY_MS = 5
 /**
  * While jobs keep it busy, how often the worker also claims due delivery rows (retries,
  * deliveries that waited for their webhook, those released by a node that stopped): a
@@ -66,16 +52,15 @@ const ROWS_POLL_MS = 100
  * `maxInFlightPerWebhook` of them in hand here, and any claimed delivery may start as
  * soon as a slot is free, so a slow endpoint delays no other. Finished attempts are
  * recorded together (each with its log entry; a job's delivery gets its row then) by
- * one recorder: while it commits a batch the next one gathers. A job is deleted with
- * the recording of its last delivery. A claim whose node died returns to the queue when
- * its lease runs out (at once, at an embedded restart), and what it had not recorded is
- * attempted again.
+ * one recorder (AttemptRecorder): while it commits a batch the next one gathers. A job
+ * is deleted with the recording of its last delivery. A claim whose node died returns to
+ * the queue when its lease runs out (at once, at an embedded restart), and what it had
+ * not recorded is attempted again.
  */
 export class DeliveryWorker {
   private running = false
   private loop: Promise<void> | undefined
-  private wakeUp: (() => void) | undefined
-  private woken = false
+  private readonly idleWait: IdleWait
   /** Claimed, not started yet, oldest first. */
   private queue: queries.ClaimedDelivery[] = []
   /** Per webhook: claimed and not yet attempted (waiting here, or in flight). */
@@ -87,15 +72,9 @@ export class DeliveryWorker {
   private readonly sending = new Map<string, { delivery: queries.ClaimedDelivery; sent: AttemptInFlight }>()
   /** Jobs this node holds: how many of their deliveries here are not let go yet, and whether one was let go unsettled (then the job is not finished). */
   private readonly jobs = new Map<string, { open: number; unfinished: boolean }>()
-  /** Finished attempts waiting for the recorder. */
-  private finished: AttemptOutcome[] = []
-  private recording: Promise<void> | undefined
-  private recordTimer: NodeJS.Timeout | undefined
+  private readonly recorder: AttemptRecorder
   /** The soonest retry this node scheduled, so it need not wait for a poll to send it. */
   private soonestRetryAt = Infinity
-  /** Until then, an empty claim is tried again soon: the fan-out said deliveries are coming. */
-  private expectUntil = 0
-  private expectRetryMs = EXPECT_FIRST_RETRY_MS
   /** The last claim found nothing: the next one looks with a read first. */
   private foundNothing = false
   /** While jobs keep it busy, when the worker looks for due delivery rows next. */
@@ -107,7 +86,16 @@ export class DeliveryWorker {
     private readonly leases: Leases,
     private readonly logger: Logger,
     private readonly options: DeliveryWorkerOptions,
-  ) {}
+  ) {
+    this.idleWait = new IdleWait(deps.clock, options.idlePollMs)
+    this.recorder = new AttemptRecorder(deps, leases, logger, options.retryScheduleMs, {
+      isRunning: () => this.running,
+      jobsFinishedBy: (batch) => this.jobsFinishedBy(batch),
+      letGo: (delivery, settled) => this.letGo(delivery, settled),
+      lostJob: (jobId) => this.lostJob(jobId),
+      retryAt: (at) => (this.soonestRetryAt = Math.min(this.soonestRetryAt, at)),
+    })
+  }
 
   /** Hands deliveries and jobs to the leases as leased work; call before leases.start(). */
   manageLeasedWork(): void {
@@ -131,8 +119,7 @@ export class DeliveryWorker {
 
   /** New deliveries exist: look now instead of at the next poll. */
   wake(): void {
-    this.woken = true
-    this.wakeUp?.()
+    this.idleWait.wake()
   }
 
   /**
@@ -140,9 +127,7 @@ export class DeliveryWorker {
    * yet, look again within milliseconds rather than at the next poll.
    */
   expectDeliveries(): void {
-    this.expectUntil = this.deps.clock.now().getTime() + EXPECT_WINDOW_MS
-    this.expectRetryMs = EXPECT_FIRST_RETRY_MS
-    this.wake()
+    this.idleWait.expectDeliveries()
   }
 
   async stop(): Promise<void> {
@@ -155,8 +140,7 @@ export class DeliveryWorker {
     for (const { sent } of this.sending.values()) sent.interrupt('shutting down')
     await Promise.all(this.attempts)
     // What finished before is recorded, so it is not sent again.
-    this.recordSoon()
-    while (this.recording) await this.recording
+    await this.recorder.flush()
     const waiting = this.queue
     this.queue = []
     for (const delivery of waiting) this.drop(delivery)
@@ -172,38 +156,12 @@ export class DeliveryWorker {
         const ahead = CLAIM_AHEAD * this.options.maxInFlight
         const room = ahead + this.handOverLimit() - this.handedOver - this.queue.length
         const claimed = this.queue.length <= ahead / 2 && room > 0 ? await this.claim(room) : 0
-        if (claimed === 0) await this.idle()
+        if (claimed === 0) await this.idleWait.idle(this.soonestRetryAt)
       } catch (err) {
         this.logger.error({ err }, 'claiming webhook deliveries failed; retrying')
-        await this.idle()
+        await this.idleWait.idle(this.soonestRetryAt)
       }
     }
-  }
-
-  private idle(): Promise<void> {
-    if (this.woken) {
-      this.woken = false
-      return Promise.resolve()
-    }
-    const now = this.deps.clock.now().getTime()
-    const untilRetry = this.soonestRetryAt - now
-    let waitMs = Math.max(5, Math.min(this.options.idlePollMs, untilRetry))
-    if (now < this.expectUntil) {
-      waitMs = Math.min(waitMs, this.expectRetryMs)
-      this.expectRetryMs *= 2
-    }
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer)
-        this.wakeUp = undefined
-        resolve()
-      }
-      const timer = setTimeout(done, waitMs)
-      this.wakeUp = () => {
-        this.woken = false
-        done()
-      }
-    })
   }
 
   /**
@@ -236,7 +194,7 @@ export class DeliveryWorker {
     // With no job to claim, due rows are looked for whenever they were last.
     if (claimed === 0 && !lookAtRows) claimed = await this.takeRows(await this.claimRows(db, limit, now))
     this.foundNothing = claimed === 0
-    if (claimed > 0) this.expectUntil = 0
+    if (claimed > 0) this.idleWait.found()
     this.pump()
     return claimed
   }
@@ -386,62 +344,7 @@ export class DeliveryWorker {
       return
     }
     this.deps.metrics.attempted(result.outcome, result.durationMs / 1000)
-    this.finished.push({ delivery, kind: 'automatic', result, at: sent.startedAt })
-    this.recordSoon()
-  }
-
-  /**
-   * Records finished attempts once enough have gathered to share a transaction, or a few
-   * milliseconds after the first; a commit per attempt cost more than the attempt. The
-   * receiver has its answer already: only the log and the delivery's state wait.
-   */
-  private recordSoon(): void {
-    if (this.recording) return // it looks again when its batch is done
-    if (this.finished.length >= RECORD_BATCH || !this.running) this.recordNow()
-    else this.recordTimer ??= setTimeout(() => this.recordNow(), RECORD_DELAY_MS)
-  }
-
-  private recordNow(): void {
-    clearTimeout(this.recordTimer)
-    this.recordTimer = undefined
-    if (this.recording) return
-    this.recording = this.record().finally(() => {
-      this.recording = undefined
-      if (this.finished.length > 0) this.recordSoon()
-    })
-  }
-
-  /** Records a batch of finished attempts in one transaction. */
-  private async record(): Promise<void> {
-    const batch = this.finished.splice(0, RECORD_BATCH)
-    const finishedJobs = this.jobsFinishedBy(batch)
-    // Renewals stop first: a renewal updating these rows while the recording transaction
-    // holds some of them could deadlock with it on PostgreSQL. The claims stay valid for
-    // the rest of their lease, far longer than a recording takes; if one runs out even so,
-    // its delivery is reclaimed, the recording skips it and it is attempted again.
-    for (const { delivery } of batch) if (delivery.jobId === undefined) this.leases.release('webhook_deliveries', delivery.id)
-    for (const jobId of finishedJobs) this.leases.release('webhook_jobs', jobId)
-    let committed = false
-    try {
-      const recorded = await this.recordWithRetry(batch, finishedJobs)
-      committed = true
-      for (const [i, r] of recorded.entries()) {
-        if (!r) continue
-        const { delivery } = batch[i]!
-        if (r.deactivated) {
-          this.deps.demand.changed(delivery.accountId)
-          this.logger.info({ webhookId: delivery.webhookId }, 'webhook endpoint answered 410 Gone; webhook deactivated')
-        }
-        if (r.nextAttemptAt) this.soonestRetryAt = Math.min(this.soonestRetryAt, Date.parse(r.nextAttemptAt))
-      }
-    } catch (err) {
-      // The claims are no longer renewed: they run out and the deliveries (with the rest of
-      // their jobs) are attempted again.
-      this.logger.error({ err, deliveries: batch.length }, 'recording webhook attempts failed; the deliveries are attempted again when their claims run out')
-      for (const jobId of new Set(batch.map((o) => o.delivery.jobId))) if (jobId !== undefined) this.lostJob(jobId)
-    } finally {
-      for (const { delivery } of batch) this.letGo(delivery, committed)
-    }
+    this.recorder.add({ delivery, kind: 'automatic', result, at: sent.startedAt })
   }
 
   /** The jobs whose every delivery held here is in this batch: recording it finishes them. */
@@ -452,17 +355,6 @@ export class DeliveryWorker {
       const job = this.jobs.get(jobId)
       return job !== undefined && !job.unfinished && job.open === n
     }).map(([jobId]) => jobId)
-  }
-
-  /** A deadlock victim (PostgreSQL rolled the whole transaction back) is recorded again, once. */
-  private async recordWithRetry(batch: AttemptOutcome[], finishedJobs: string[]) {
-    try {
-      return await recordAttempts(this.deps, this.leases.nodeId, batch, this.options.retryScheduleMs, finishedJobs)
-    } catch (err) {
-      if ((err as { code?: unknown }).code !== DEADLOCK_DETECTED) throw err
-      this.logger.warn({ deliveries: batch.length }, 'recording webhook attempts met a deadlock; recording them again')
-      return recordAttempts(this.deps, this.leases.nodeId, batch, this.options.retryScheduleMs, finishedJobs)
-    }
   }
 }
 

@@ -7,7 +7,7 @@ declare module 'smpp' {
   import type { Server as NetServer, Socket } from 'node:net'
 
   namespace smpp {
-    /** The library decodes short_message into this unless it is left raw (see smpp.ts). */
+    /** The library decodes short_message into this unless it is left raw (see smpp-codec.ts). */
     interface DecodedMessage {
       udh?: Buffer[]
       message: string | Buffer

@@ -1,5 +1,4 @@
 import { setImmediate } from 'node:timers/promises'
-import type { RawBuilder } from 'kysely'
 import type { Logger } from 'pino'
 import { optedOutAmong } from '../../audience/index.js'
 import type { Leases } from '../../../platform/lease.js'
@@ -7,11 +6,13 @@ import type { EventDemand } from '../../../platform/outbox/demand.js'
 import type { Carrier, OutgoingPart } from '../carriers/carrier.js'
 import type { MessagingDeps } from '../deps.js'
 import { broadcastsWaiting, claimBroadcast, claimPriority, priorityDue, type QueuedRecipientRow } from './queue.js'
-import { splitSms } from '../encoding.js'
 import { HandoffJournal, recordedParts } from './handoff-journal.js'
 import { partId, recordHandoffs, type ClaimedRecipient, type Handoff, type MessageInfo } from './handoffs.js'
 import { OPT_OUT_REPLY } from '../inbound/service.js'
+import { MessageInfoCache } from './message-cache.js'
+import { QueueReclaimer } from './queue-reclaimer.js'
 import type { ReceiptRecorder } from './receipts.js'
+import { Semaphore } from './semaphore.js'
 
 export interface DispatcherOptions {
   /** Recipients claimed at once; also how many one recording transaction moves. */
@@ -34,22 +35,6 @@ export interface Carriers {
   sandbox: Carrier
 }
 
-const MESSAGES_CACHED = 1000
-/**
- * Claimed recipients leave the queue's index on PostgreSQL only at VACUUM: until then each
- * claim walks the entries of every recipient handed over before it (a broadcast of a
- * million makes that quadratic). And the receipts look parts and recipients up by lists of
- * ids, plans that need statistics taken since the tables grew: planned on a table's size
- * at its last ANALYZE, a lookup of a thousand ids became a scan of the whole table. The
- * dispatcher vacuums and analyzes both tables, and those a carrier in the store fills
- * (Carrier.tables), when the queue drains after RECLAIM_AFTER_DRAIN hand-offs, and during
- * a run after RECLAIM_FIRST, then after twice as many each time up to RECLAIM_DURING_RUN:
- * while a broadcast fills empty tables their statistics stay within a factor of two of
- * their size.
- */
-const RECLAIM_AFTER_DRAIN = 10_000
-const RECLAIM_FIRST = 5_000
-const RECLAIM_DURING_RUN = 200_000
 /** How often the broadcasts with recipients waiting are looked up again (see broadcastsWaiting). */
 const BROADCASTS_LOOKED_UP_EVERY_MS = 1_000
 
@@ -71,14 +56,9 @@ export class Dispatcher {
   private loops: Promise<void>[] = []
   private readonly sleepers = new Set<() => void>()
   private waking: NodeJS.Timeout | undefined
-  private readonly messages = new Map<string, MessageInfo>()
+  private readonly messages: MessageInfoCache
   private readonly slots = new Map<Carrier, Semaphore>()
-  /** Undefined where the store needs no reclaiming (SQLite): then nothing is counted either. */
-  private readonly reclaimStatement: RawBuilder<unknown> | undefined
-  private claimedSinceReclaim = 0
-  /** Hand-offs after which a run reclaims next (RECLAIM_FIRST, doubling up to RECLAIM_DURING_RUN). */
-  private reclaimDuringRunAt = RECLAIM_FIRST
-  private reclaiming: Promise<void> | undefined
+  private readonly reclaimer: QueueReclaimer
   private readonly journal: HandoffJournal
   /** Which waiting broadcast a claim serves first: each claim starts with the next. */
   private broadcastTurn = 0
@@ -97,8 +77,10 @@ export class Dispatcher {
     private readonly options: DispatcherOptions,
   ) {
     const carrierTables = [carriers.live, carriers.sandbox].flatMap((carrier) => carrier.tables ?? [])
-    this.reclaimStatement = deps.dialect.reclaimSpace([...new Set(['message_recipients', 'carrier_parts', ...carrierTables])])
+    const reclaimStatement = deps.dialect.reclaimSpace([...new Set(['message_recipients', 'carrier_parts', ...carrierTables])])
+    this.reclaimer = new QueueReclaimer(reclaimStatement, deps.db, logger)
     this.journal = new HandoffJournal(deps.db)
+    this.messages = new MessageInfoCache(deps.db)
   }
 
   manageLeasedWork(): void {
@@ -133,7 +115,7 @@ export class Dispatcher {
     this.waking = undefined
     this.wakeAll()
     await Promise.all(this.loops)
-    await this.reclaiming
+    await this.reclaimer.settled()
   }
 
   private wakeAll(): void {
@@ -146,7 +128,7 @@ export class Dispatcher {
         const groups = (await this.claim()).filter((group) => group.length > 0)
         const count = groups.reduce((sum, group) => sum + group.length, 0)
         this.idleBefore = count === 0
-        this.countTowardsReclaim(count)
+        this.reclaimer.countTowardsReclaim(count)
         if (count === 0) await this.idle()
         // Each group is recorded once its own recipients are handed over: a single send
         // is not left queued until the broadcast recipients of its batch are handed over too.
@@ -159,27 +141,6 @@ export class Dispatcher {
         await this.idle()
       }
     }
-  }
-
-  /** Reclaims in the background (VACUUM takes a connection for a while and blocks no writer). */
-  private countTowardsReclaim(claimed: number): void {
-    const statement = this.reclaimStatement
-    if (statement === undefined) return
-    this.claimedSinceReclaim += claimed
-    const drained = claimed === 0
-    if (this.claimedSinceReclaim < (drained ? RECLAIM_AFTER_DRAIN : this.reclaimDuringRunAt) || this.reclaiming) return
-    this.claimedSinceReclaim = 0
-    this.reclaimDuringRunAt = drained ? RECLAIM_FIRST : Math.min(this.reclaimDuringRunAt * 2, RECLAIM_DURING_RUN)
-    const started = performance.now()
-    this.reclaiming = statement
-      .execute(this.deps.db)
-      .then(
-        () => this.logger.debug({ ms: Math.round(performance.now() - started) }, 'queue index reclaimed'),
-        (err: unknown) => this.logger.warn({ err }, 'reclaiming the queue index failed; autovacuum will'),
-      )
-      .finally(() => {
-        this.reclaiming = undefined
-      })
   }
 
   private idle(): Promise<void> {
@@ -250,7 +211,7 @@ export class Dispatcher {
   private async dispatch(claimed: ClaimedRecipient[]): Promise<void> {
     const startedAt = performance.now()
     try {
-      const messages = await this.messagesOf(claimed)
+      const messages = await this.messages.messagesOf(claimed)
       const optedOut = await this.optedOut(claimed, messages)
       const toHand = claimed.filter((r) => !optedOut.has(r))
       const recorded = await this.partsRecordedBefore(toHand, messages)
@@ -361,58 +322,6 @@ export class Dispatcher {
     let slots = this.slots.get(carrier)
     if (!slots) this.slots.set(carrier, (slots = new Semaphore(carrier.window)))
     return slots
-  }
-
-  private async messagesOf(claimed: ClaimedRecipient[]): Promise<Map<string, MessageInfo>> {
-    const missing = [...new Set(claimed.map((r) => r.messageId))].filter((id) => !this.messages.has(id))
-    if (missing.length > 0) {
-      const rows = await this.deps.db
-        .selectFrom('messages')
-        .select(['id', 'account_id', 'kind', 'broadcast_id', 'content', 'sender_id', 'sandbox', 'segments'])
-        .where('id', 'in', missing)
-        .execute()
-      for (const row of rows) {
-        const { encoding, parts } = splitSms(row.content)
-        if (this.messages.size >= MESSAGES_CACHED) this.messages.delete(this.messages.keys().next().value!)
-        this.messages.set(row.id, {
-          id: row.id,
-          accountId: row.account_id,
-          kind: row.kind,
-          broadcastId: row.broadcast_id,
-          senderId: row.sender_id,
-          sandbox: Boolean(row.sandbox),
-          segments: Number(row.segments),
-          encoding,
-          parts,
-        })
-      }
-    }
-    return new Map(claimed.map((r) => [r.messageId, this.messages.get(r.messageId)!]))
-  }
-}
-
-/** At most `size` holders at once; the rest wait in order, those asking first ahead of the others. */
-class Semaphore {
-  private free: number
-  private readonly waiting: (() => void)[] = []
-  private readonly waitingFirst: (() => void)[] = []
-
-  constructor(size: number) {
-    this.free = size
-  }
-
-  acquire(first = false): Promise<void> {
-    if (this.free > 0) {
-      this.free--
-      return Promise.resolve()
-    }
-    return new Promise((resolve) => (first ? this.waitingFirst : this.waiting).push(resolve))
-  }
-
-  release(): void {
-    const next = this.waitingFirst.shift() ?? this.waiting.shift()
-    if (next) next()
-    else this.free++
   }
 }
 

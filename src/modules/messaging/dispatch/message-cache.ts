@@ -1,0 +1,40 @@
+// The messages the dispatcher hands over, as it needs them (parts split once), cached by id.
+import type { Kysely } from 'kysely'
+import type { DB } from '../../../platform/db/schema.js'
+import { splitSms } from '../encoding.js'
+import type { ClaimedRecipient, MessageInfo } from './handoffs.js'
+
+const MESSAGES_CACHED = 1000
+
+export class MessageInfoCache {
+  private readonly messages = new Map<string, MessageInfo>()
+
+  constructor(private readonly db: Kysely<DB>) {}
+
+  async messagesOf(claimed: ClaimedRecipient[]): Promise<Map<string, MessageInfo>> {
+    const missing = [...new Set(claimed.map((r) => r.messageId))].filter((id) => !this.messages.has(id))
+    if (missing.length > 0) {
+      const rows = await this.db
+        .selectFrom('messages')
+        .select(['id', 'account_id', 'kind', 'broadcast_id', 'content', 'sender_id', 'sandbox', 'segments'])
+        .where('id', 'in', missing)
+        .execute()
+      for (const row of rows) {
+        const { encoding, parts } = splitSms(row.content)
+        if (this.messages.size >= MESSAGES_CACHED) this.messages.delete(this.messages.keys().next().value!)
+        this.messages.set(row.id, {
+          id: row.id,
+          accountId: row.account_id,
+          kind: row.kind,
+          broadcastId: row.broadcast_id,
+          senderId: row.sender_id,
+          sandbox: Boolean(row.sandbox),
+          segments: Number(row.segments),
+          encoding,
+          parts,
+        })
+      }
+    }
+    return new Map(claimed.map((r) => [r.messageId, this.messages.get(r.messageId)!]))
+  }
+}
