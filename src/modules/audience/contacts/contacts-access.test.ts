@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createKey, expectProblem, expectWholeProblem, signUp, type TestAccount } from '../../../../test/support/fixtures.js'
 import { EventProbe } from '../../../../test/support/event-probe.js'
 import { startServer, type TestServer } from '../../../../test/support/harness.js'
+import { audienceApi } from '../../../../test/support/audience-api.js'
 
 let server: TestServer
 let alice: TestAccount
@@ -17,26 +18,10 @@ beforeAll(async () => {
 })
 afterAll(() => server.close())
 
-/** A signed-up account of its own and a Full key. */
-async function fresh(): Promise<{ account: TestAccount; key: string }> {
-  const account = await signUp(server)
-  return { account, key: await createKey(server, account) }
-}
+const { fresh, createOne, totalContacts } = audienceApi(() => server)
 
 /** The events of `accountId` that `action` caused, once relayed. */
 const eventsDuring = (accountId: string, action: () => Promise<unknown>) => probe.eventsDuring(accountId, action)
-
-async function createOne(key: string, body: Record<string, unknown>) {
-  const response = await server.post('/v1/contacts/single', { token: key, body })
-  expect(response.status).toBe(201)
-  return response.body
-}
-
-async function totalContacts(key: string): Promise<number> {
-  const response = await server.get('/v1/contacts', { token: key })
-  expect(response.status).toBe(200)
-  return response.body.totalCount
-}
 
 describe('tenancy', () => {
   it("answers 404 for another account's contact on GET, PATCH and DELETE, and leaves it untouched", async () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createKey, expectProblem, expectWholeProblem, signUp, type TestAccount } from '../../../../test/support/fixtures.js'
 import { EventProbe } from '../../../../test/support/event-probe.js'
 import { startServer, type TestServer } from '../../../../test/support/harness.js'
+import { audienceApi } from '../../../../test/support/audience-api.js'
 
 let server: TestServer
 let alice: TestAccount
@@ -19,31 +20,10 @@ beforeAll(async () => {
 })
 afterAll(() => server.close())
 
-/** A signed-up account of its own and a Full key. */
-async function fresh(): Promise<{ account: TestAccount; key: string }> {
-  const account = await signUp(server)
-  return { account, key: await createKey(server, account) }
-}
+const { fresh, createOne, newList, listCount } = audienceApi(() => server)
 
 /** The events of `accountId` that `action` caused, once relayed. */
 const eventsDuring = (accountId: string, action: () => Promise<unknown>) => probe.eventsDuring(accountId, action)
-
-async function createOne(key: string, body: Record<string, unknown>) {
-  const response = await server.post('/v1/contacts/single', { token: key, body })
-  expect(response.status).toBe(201)
-  return response.body
-}
-
-async function newList(key: string, name = 'List'): Promise<string> {
-  const response = await server.post('/v1/contact-lists', { token: key, body: { name } })
-  expect(response.status).toBe(201)
-  return response.body
-}
-
-async function listCount(key: string, listId: string): Promise<number> {
-  const response = await server.get('/v1/contact-lists?pageSize=100', { token: key })
-  return response.body.items.find((l: any) => l.id === listId).contactCount
-}
 
 describe('PATCH /v1/contacts/{id}', () => {
   it('replaces names and email, clears with null, merges attributes, removes null keys and toggles optedOut', async () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createKey, expectProblem, expectWholeProblem, signUp, type TestAccount } from '../../../../test/support/fixtures.js'
+import { expectProblem, expectWholeProblem } from '../../../../test/support/fixtures.js'
 import { EventProbe } from '../../../../test/support/event-probe.js'
 import { startServer, type TestServer } from '../../../../test/support/harness.js'
+import { audienceApi } from '../../../../test/support/audience-api.js'
 
 let server: TestServer
 let probe: EventProbe
@@ -17,37 +18,10 @@ beforeAll(async () => {
 })
 afterAll(() => server.close())
 
-/** A signed-up account of its own and a Full key. */
-async function fresh(): Promise<{ account: TestAccount; key: string }> {
-  const account = await signUp(server)
-  return { account, key: await createKey(server, account) }
-}
+const { fresh, createOne, totalContacts, newList, listCount } = audienceApi(() => server)
 
 /** The events of `accountId` that `action` caused, once relayed. */
 const eventsDuring = (accountId: string, action: () => Promise<unknown>) => probe.eventsDuring(accountId, action)
-
-async function createOne(key: string, body: Record<string, unknown>) {
-  const response = await server.post('/v1/contacts/single', { token: key, body })
-  expect(response.status).toBe(201)
-  return response.body
-}
-
-async function totalContacts(key: string): Promise<number> {
-  const response = await server.get('/v1/contacts', { token: key })
-  expect(response.status).toBe(200)
-  return response.body.totalCount
-}
-
-async function newList(key: string, name = 'List'): Promise<string> {
-  const response = await server.post('/v1/contact-lists', { token: key, body: { name } })
-  expect(response.status).toBe(201)
-  return response.body
-}
-
-async function listCount(key: string, listId: string): Promise<number> {
-  const response = await server.get('/v1/contact-lists?pageSize=100', { token: key })
-  return response.body.items.find((l: any) => l.id === listId).contactCount
-}
 
 describe('POST /v1/contacts', () => {
   it('normalises each number to E.164, derives its country and answers with the counts and ids', async () => {

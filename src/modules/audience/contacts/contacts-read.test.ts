@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createKey, expectProblem, expectWholeProblem, signUp, type TestAccount } from '../../../../test/support/fixtures.js'
 import { startServer, type TestServer } from '../../../../test/support/harness.js'
+import { audienceApi } from '../../../../test/support/audience-api.js'
 
 let server: TestServer
 let alice: TestAccount
@@ -13,23 +14,7 @@ beforeAll(async () => {
 })
 afterAll(() => server.close())
 
-/** A signed-up account of its own and a Full key. */
-async function fresh(): Promise<{ account: TestAccount; key: string }> {
-  const account = await signUp(server)
-  return { account, key: await createKey(server, account) }
-}
-
-async function createOne(key: string, body: Record<string, unknown>) {
-  const response = await server.post('/v1/contacts/single', { token: key, body })
-  expect(response.status).toBe(201)
-  return response.body
-}
-
-async function newList(key: string, name = 'List'): Promise<string> {
-  const response = await server.post('/v1/contact-lists', { token: key, body: { name } })
-  expect(response.status).toBe(201)
-  return response.body
-}
+const { fresh, createOne, newList } = audienceApi(() => server)
 
 describe('GET /v1/contacts', () => {
   it('answers the envelope, newest first', async () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createKey, expectProblem, expectWholeProblem, signUp, type TestAccount } from '../../../../test/support/fixtures.js'
+import { expectProblem, expectWholeProblem } from '../../../../test/support/fixtures.js'
 import { EventProbe } from '../../../../test/support/event-probe.js'
 import { startServer, type TestServer } from '../../../../test/support/harness.js'
+import { audienceApi } from '../../../../test/support/audience-api.js'
 
 let server: TestServer
 let probe: EventProbe
@@ -15,47 +16,10 @@ beforeAll(async () => {
 })
 afterAll(() => server.close())
 
-async function fresh(): Promise<{ account: TestAccount; key: string }> {
-  const account = await signUp(server)
-  return { account, key: await createKey(server, account) }
-}
+const { fresh, createOne, newList, countOf, memberIds, contactIds } = audienceApi(() => server)
 
 /** The events of `accountId` that `action` caused, once relayed. */
 const eventsDuring = (accountId: string, action: () => Promise<unknown>) => probe.eventsDuring(accountId, action)
-
-async function newList(key: string, name = 'List', description?: string): Promise<string> {
-  const response = await server.post('/v1/contact-lists', { token: key, body: { name, ...(description === undefined ? {} : { description }) } })
-  expect(response.status).toBe(201)
-  return response.body
-}
-
-async function createOne(key: string, body: Record<string, unknown>) {
-  const response = await server.post('/v1/contacts/single', { token: key, body })
-  expect(response.status).toBe(201)
-  return response.body
-}
-
-async function lists(key: string) {
-  const response = await server.get('/v1/contact-lists?pageSize=100', { token: key })
-  expect(response.status).toBe(200)
-  return response.body.items as { id: string; name: string; description: string; contactCount: number; createdAt: string }[]
-}
-
-async function countOf(key: string, listId: string): Promise<number | undefined> {
-  return (await lists(key)).find((l) => l.id === listId)?.contactCount
-}
-
-async function memberIds(key: string, listId: string): Promise<string[]> {
-  const response = await server.get(`/v1/contacts?contactListId=${listId}&pageSize=100`, { token: key })
-  expect(response.status).toBe(200)
-  return response.body.items.map((c: any) => c.id).sort()
-}
-
-async function contactIds(key: string): Promise<string[]> {
-  const response = await server.get('/v1/contacts?pageSize=100', { token: key })
-  expect(response.status).toBe(200)
-  return response.body.items.map((c: any) => c.id).sort()
-}
 
 describe('POST /v1/contact-lists/{id}/contacts', () => {
   it('adds by phoneNumbers, creating contacts as needed, and counts only new members', async () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createKey, expectProblem, expectWholeProblem, signUp, type TestAccount } from '../../../../test/support/fixtures.js'
+import { expectProblem, expectWholeProblem } from '../../../../test/support/fixtures.js'
 import { EventProbe } from '../../../../test/support/event-probe.js'
 import { startServer, type TestServer } from '../../../../test/support/harness.js'
+import { audienceApi } from '../../../../test/support/audience-api.js'
 
 let server: TestServer
 let probe: EventProbe
@@ -16,31 +17,10 @@ beforeAll(async () => {
 })
 afterAll(() => server.close())
 
-async function fresh(): Promise<{ account: TestAccount; key: string }> {
-  const account = await signUp(server)
-  return { account, key: await createKey(server, account) }
-}
+const { fresh, createOne, newList, lists } = audienceApi(() => server)
 
 /** The events of `accountId` that `action` caused, once relayed. */
 const eventsDuring = (accountId: string, action: () => Promise<unknown>) => probe.eventsDuring(accountId, action)
-
-async function newList(key: string, name = 'List', description?: string): Promise<string> {
-  const response = await server.post('/v1/contact-lists', { token: key, body: { name, ...(description === undefined ? {} : { description }) } })
-  expect(response.status).toBe(201)
-  return response.body
-}
-
-async function createOne(key: string, body: Record<string, unknown>) {
-  const response = await server.post('/v1/contacts/single', { token: key, body })
-  expect(response.status).toBe(201)
-  return response.body
-}
-
-async function lists(key: string) {
-  const response = await server.get('/v1/contact-lists?pageSize=100', { token: key })
-  expect(response.status).toBe(200)
-  return response.body.items as { id: string; name: string; description: string; contactCount: number; createdAt: string }[]
-}
 
 describe('POST /v1/contact-lists', () => {
   it('answers 201 with the id as a JSON string and a Location', async () => {
