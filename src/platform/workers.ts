@@ -4,7 +4,8 @@ import { Worker } from 'node:worker_threads'
  * Starts a worker thread from a module beside `from` (pass `import.meta.url`), named
  * without extension. Built, it is plain JavaScript. Run from TypeScript sources (tests,
  * `npm run dev`), the thread first registers tsx's loader, since Node 20 does not pass
- * `--import` loaders on to worker threads.
+ * `--import` loaders on to worker threads. The main thread's side of a thread that answers
+ * requests: WorkerRpc (worker-rpc.ts).
  */
 export function startWorker(from: string, name: string, workerData: unknown): Worker {
   if (!from.endsWith('.ts')) return new Worker(new URL(`./${name}.js`, from), { workerData })
@@ -12,17 +13,4 @@ export function startWorker(from: string, name: string, workerData: unknown): Wo
   // Bare specifier on purpose: tsx's ESM entry, resolved from the working directory.
   const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(module)}) })`
   return new Worker(bootstrap, { eval: true, workerData })
-}
-
-/**
- * Ends a worker thread that answers a close request with `{ type: 'closed' }` once what it
- * was sent before is done (or that exits first), then terminates it.
- */
-export async function closeWorker(worker: Worker, closeRequest: { type: 'close' }): Promise<void> {
-  await new Promise<void>((resolve) => {
-    worker.on('message', (reply: { type?: string }) => reply.type === 'closed' && resolve())
-    worker.once('exit', () => resolve())
-    worker.postMessage(closeRequest)
-  })
-  await worker.terminate()
 }

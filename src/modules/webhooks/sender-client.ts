@@ -1,30 +1,40 @@
-import type { Worker } from 'node:worker_threads'
 import type { Logger } from 'pino'
-import { closeWorker, startWorker } from '../../platform/workers.js'
+import { WorkerRpc, type Waiter } from '../../platform/worker-rpc.js'
+import { startWorker } from '../../platform/workers.js'
 import type { AttemptOrder, SenderReply, SenderRequest, SenderThreadData } from './sender-protocol.js'
 import { noAnswer, type Attempt, type AttemptInFlight, type AttemptResult } from './sender.js'
 
-class ThreadAttempt implements AttemptInFlight {
+/** An attempt's result from the thread, with the instant it started. */
+type Sent = Extract<SenderReply, { type: 'results' }>['results'][number]
+type SenderRpc = WorkerRpc<SenderRequest, SenderReply, Sent>
+
+class ThreadAttempt implements AttemptInFlight, Waiter<Sent> {
   readonly result: Promise<AttemptResult>
+  readonly id: number
   interruptedBy: string | undefined
-  private resolve!: (result: AttemptResult) => void
+  private settle!: (result: AttemptResult) => void
 
   constructor(
-    private readonly id: number,
-    private readonly thread: SenderThread,
+    private readonly thread: SenderRpc,
     public startedAt: Date,
   ) {
-    this.result = new Promise((resolve) => (this.resolve = resolve))
+    this.result = new Promise((resolve) => (this.settle = resolve))
+    this.id = thread.expect(this)
   }
 
-  settle(result: AttemptResult, startedAt?: number): void {
-    if (startedAt !== undefined) this.startedAt = new Date(startedAt)
-    this.resolve(result)
+  resolve({ result, startedAt }: Sent): void {
+    this.startedAt = new Date(startedAt)
+    this.settle(result)
+  }
+
+  /** The thread stopped: it ends without an answer. */
+  reject(err: Error): void {
+    this.settle(noAnswer(err.message))
   }
 
   interrupt(why: string): void {
     this.interruptedBy ??= why
-    this.thread.interrupt(this.id, why)
+    this.thread.post({ type: 'interrupt', id: this.id, why })
   }
 }
 
@@ -35,10 +45,8 @@ class ThreadAttempt implements AttemptInFlight {
  * schedule) and the next attempt starts a new thread.
  */
 export class SenderThread {
-  private worker: Worker | undefined
-  private readonly pending = new Map<number, ThreadAttempt>()
+  private worker: SenderRpc | undefined
   private orders: AttemptOrder[] = []
-  private nextId = 0
 
   constructor(
     private readonly data: SenderThreadData,
@@ -46,60 +54,52 @@ export class SenderThread {
   ) {}
 
   send(attempt: Attempt, at: Date, timeoutMs: number): AttemptInFlight {
-    const id = ++this.nextId
-    const inFlight = new ThreadAttempt(id, this, at)
-    this.pending.set(id, inFlight)
+    const inFlight = new ThreadAttempt(this.thread(), at)
     if (this.orders.length === 0) queueMicrotask(() => this.flush())
     const { endpoint, eventId, body, secrets } = attempt
-    this.orders.push({ id, endpoint, eventId, body, secrets, at: at.getTime(), handedAt: Date.now(), timeoutMs })
+    this.orders.push({ id: inFlight.id, endpoint, eventId, body, secrets, at: at.getTime(), handedAt: Date.now(), timeoutMs })
     return inFlight
-  }
-
-  interrupt(id: number, why: string): void {
-    this.worker?.postMessage({ type: 'interrupt', id, why } satisfies SenderRequest)
   }
 
   /** Ends the thread once its attempts are over (their connections close with it). */
   async close(): Promise<void> {
     const worker = this.worker
     if (!worker) return
+    // Orders of this turn are the thread's: they go before the close.
+    this.flush()
     this.worker = undefined
-    await closeWorker(worker, { type: 'close' } satisfies SenderRequest)
+    await worker.close({ type: 'close' })
   }
 
   private flush(): void {
+    // Sent already, by close().
+    if (this.orders.length === 0) return
     const orders = this.orders
     this.orders = []
-    this.thread().postMessage({ type: 'send', orders } satisfies SenderRequest)
+    this.thread().post({ type: 'send', orders })
   }
 
-  private thread(): Worker {
+  private thread(): SenderRpc {
     if (this.worker) return this.worker
-    const worker = startWorker(import.meta.url, 'sender-thread', this.data)
-    worker.unref()
-    worker.on('message', (reply: SenderReply) => {
-      if (reply.type !== 'results') return
-      for (const { id, result, startedAt } of reply.results) {
-        this.pending.get(id)?.settle(result, startedAt)
-        this.pending.delete(id)
-      }
-    })
-    // An error ends the thread; 'exit' follows.
-    worker.on('error', (err) => this.logger.error({ err }, 'the webhook sender thread failed'))
-    worker.on('exit', () => {
-      if (this.worker !== worker) return // closed on purpose
-      this.worker = undefined
-      if (this.pending.size > 0) this.logger.error({ attempts: this.pending.size }, 'the webhook sender thread stopped; its attempts end as failed and are retried on the schedule')
-      this.failPending('the sender thread stopped')
+    const thread = startWorker(import.meta.url, 'sender-thread', this.data)
+    thread.unref()
+    const worker: SenderRpc = new WorkerRpc(thread, {
+      stopped: () => new Error('the sender thread stopped'),
+      // The attempts it held end as the thread exits.
+      failed: (err) => {
+        this.logger.error({ err }, 'the webhook sender thread failed')
+        return undefined
+      },
+      message: ({ results }) => {
+        for (const sent of results) worker.resolve(sent.id, sent)
+      },
+      exited: () => {
+        if (this.worker !== worker) return // closed on purpose
+        this.worker = undefined
+        if (worker.waiting > 0) this.logger.error({ attempts: worker.waiting }, 'the webhook sender thread stopped; its attempts end as failed and are retried on the schedule')
+      },
     })
     this.worker = worker
     return worker
-  }
-
-  private failPending(error: string): void {
-    for (const inFlight of this.pending.values()) {
-      inFlight.settle(noAnswer(error))
-    }
-    this.pending.clear()
   }
 }

@@ -1,4 +1,4 @@
-import type { Worker } from 'node:worker_threads'
+import { WorkerRpc } from '../worker-rpc.js'
 import { startWorker } from '../workers.js'
 import type { MaintenanceReply, MaintenanceRequest } from './sqlite-maintenance.js'
 
@@ -24,14 +24,10 @@ export interface MaintenanceOptions {
  * back and started it over. Other writers never wait.
  */
 export class SqliteMaintenance {
-  private readonly worker: Worker
+  private readonly worker: WorkerRpc<MaintenanceRequest, MaintenanceReply, void>
   private status = { log: 0, checkpointed: 0 }
   private statusWaiters: (() => void)[] = []
-  private readonly analyses = new Map<number, { resolve: () => void; reject: (err: Error) => void }>()
-  private nextId = 0
-  private readonly stopped: Promise<void>
   private closing = false
-  private exited = false
 
   /** `lost` runs if the thread dies on its own: the main connection must then checkpoint again. */
   constructor(
@@ -39,32 +35,23 @@ export class SqliteMaintenance {
     private readonly options: MaintenanceOptions,
     lost: () => void,
   ) {
-    this.worker = startWorker(import.meta.url, 'sqlite-maintenance', { path, intervalMs: options.checkpointEveryMs })
-    this.worker.unref()
-    let stopped!: () => void
-    this.stopped = new Promise((resolve) => (stopped = resolve))
-    this.worker.on('message', (reply: MaintenanceReply) => {
-      if (reply.type === 'closed') return stopped()
-      if (reply.type === 'analyzed') {
-        const waiter = this.analyses.get(reply.id)
-        this.analyses.delete(reply.id)
-        if (reply.error === undefined) waiter?.resolve()
-        else waiter?.reject(new Error(`ANALYZE failed: ${reply.error}`))
-        return
-      }
-      this.status = { log: reply.log, checkpointed: reply.checkpointed }
-      this.wakeStatusWaiters()
-    })
-    // An error ends the thread; 'exit' follows.
-    this.worker.on('error', () => {})
-    this.worker.on('exit', () => {
-      this.exited = true
-      this.status = { log: 0, checkpointed: 0 }
-      this.wakeStatusWaiters()
-      for (const waiter of this.analyses.values()) waiter.reject(new Error('the SQLite maintenance thread stopped'))
-      this.analyses.clear()
-      stopped()
-      if (!this.closing) lost()
+    const thread = startWorker(import.meta.url, 'sqlite-maintenance', { path, intervalMs: options.checkpointEveryMs })
+    thread.unref()
+    // An error ends the thread; analyses fail at the exit that follows.
+    this.worker = new WorkerRpc(thread, {
+      stopped: () => new Error('the SQLite maintenance thread stopped'),
+      answer: (reply) => {
+        if (reply.error !== undefined) throw new Error(`ANALYZE failed: ${reply.error}`)
+      },
+      message: (status) => {
+        this.status = { log: status.log, checkpointed: status.checkpointed }
+        this.wakeStatusWaiters()
+      },
+      exited: () => {
+        this.status = { log: 0, checkpointed: 0 }
+        this.wakeStatusWaiters()
+        if (!this.closing) lost()
+      },
     })
   }
 
@@ -78,7 +65,7 @@ export class SqliteMaintenance {
     let deadline = Date.now() + this.options.maxWaitMs
     let copied = this.status.checkpointed
     for (;;) {
-      this.send({ type: 'checkpoint', restart: true })
+      this.worker.post({ type: 'checkpoint', restart: true })
       await this.nextStatus(deadline - Date.now())
       // Started over, or at least under the limit again.
       if (this.status.log <= this.options.limitFrames) return
@@ -95,24 +82,13 @@ export class SqliteMaintenance {
 
   /** Refreshes the planner statistics of `table` on the thread's connection. */
   analyze(table: string): Promise<void> {
-    if (this.exited) return Promise.reject(new Error('the SQLite maintenance thread stopped'))
-    return new Promise((resolve, reject) => {
-      const id = this.nextId++
-      this.analyses.set(id, { resolve, reject })
-      this.send({ type: 'analyze', id, table })
-    })
+    return this.worker.request({ type: 'analyze', id: 0, table })
   }
 
   /** Copies back what is left and closes the thread's connection before the main one closes. */
   async close(): Promise<void> {
     this.closing = true
-    this.send({ type: 'close' })
-    await this.stopped
-    await this.worker.terminate()
-  }
-
-  private send(request: MaintenanceRequest): void {
-    this.worker.postMessage(request)
+    await this.worker.close({ type: 'close' })
   }
 
   private nextStatus(timeoutMs: number): Promise<void> {

@@ -7,11 +7,14 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import SQLite from './sqlite-binding.js'
 
-interface ReadRequest {
+export interface ReadRequest {
   id: number
   sql: string
-  parameters: unknown[]
+  parameters: readonly unknown[]
 }
+
+/** The rows and how long the query ran (ms), or why it failed. */
+export type ReadReply = { id: number; rows: unknown[]; ms: number; error?: undefined } | { id: number; error: string; rows?: undefined; ms?: undefined }
 
 const { path } = workerData as { path: string }
 const db = new SQLite(path, { readonly: true, fileMustExist: true })
@@ -32,8 +35,8 @@ parentPort!.on('message', ({ id, sql, parameters }: ReadRequest) => {
     }
     const started = performance.now()
     const rows = statement.all(parameters)
-    parentPort!.postMessage({ id, rows, ms: performance.now() - started })
+    parentPort!.postMessage({ id, rows, ms: performance.now() - started } satisfies ReadReply)
   } catch (err) {
-    parentPort!.postMessage({ id, error: err instanceof Error ? err.message : String(err) })
+    parentPort!.postMessage({ id, error: err instanceof Error ? err.message : String(err) } satisfies ReadReply)
   }
 })

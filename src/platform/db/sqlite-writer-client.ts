@@ -1,4 +1,3 @@
-import type { Worker } from 'node:worker_threads'
 import {
   CompiledQuery,
   SqliteAdapter,
@@ -13,7 +12,8 @@ import {
   type QueryCompiler,
   type QueryResult,
 } from 'kysely'
-import { closeWorker, startWorker } from '../workers.js'
+import { WorkerRpc } from '../worker-rpc.js'
+import { startWorker } from '../workers.js'
 import { OneConnectionDriver } from './sqlite-driver.js'
 import type { WriterReply, WriterRequest, WriterTarget } from './sqlite-writer-protocol.js'
 
@@ -26,11 +26,9 @@ type Answer = Exclude<WriterReply, { type: 'closed' }>
  * connection rolled that transaction back); the next statement starts a new thread.
  */
 export class SqliteWriter {
-  private worker: Worker | undefined
+  private worker: WorkerRpc<WriterRequest, WriterReply> | undefined
   /** Which thread this is, counting restarts: a transaction belongs to one. */
   private generation = 0
-  private readonly pending = new Map<number, { resolve: (answer: Answer) => void; reject: (err: Error) => void }>()
-  private nextId = 0
   private closed = false
 
   constructor(private readonly target: WriterTarget) {}
@@ -49,11 +47,7 @@ export class SqliteWriter {
     if (this.closed) return Promise.reject(new Error('the SQLite writer is closed'))
     const worker = this.thread()
     if (on !== undefined && on !== this.generation) return Promise.reject(new Error('the SQLite writer thread stopped during the transaction; it was rolled back'))
-    return new Promise((resolve, reject) => {
-      const id = ++this.nextId
-      this.pending.set(id, { resolve, reject })
-      worker.postMessage({ type: 'run', id, sql, parameters, begin } satisfies WriterRequest)
-    })
+    return worker.request({ type: 'run', id: 0, sql, parameters, begin })
   }
 
   /** Closes the thread's connection once the statements sent before are done. */
@@ -62,33 +56,23 @@ export class SqliteWriter {
     const worker = this.worker
     if (!worker) return
     this.worker = undefined
-    await closeWorker(worker, { type: 'close' } satisfies WriterRequest)
+    await worker.close({ type: 'close' })
   }
 
-  private thread(): Worker {
+  private thread(): WorkerRpc<WriterRequest, WriterReply> {
     if (this.worker) return this.worker
-    const worker = startWorker(import.meta.url, 'sqlite-writer', this.target)
-    worker.unref()
-    worker.on('message', (reply: WriterReply) => {
-      if (reply.type === 'closed') return
-      const waiter = this.pending.get(reply.id)
-      this.pending.delete(reply.id)
-      waiter?.resolve(reply)
-    })
-    // An uncaught error ends the thread (its statements fail with it); 'exit' follows.
-    worker.on('error', (err) => this.failPending(new Error(`the SQLite writer thread failed: ${err.message}`)))
-    worker.on('exit', () => {
-      if (this.worker === worker) this.worker = undefined
-      this.failPending(new Error('the SQLite writer thread stopped'))
+    const thread = startWorker(import.meta.url, 'sqlite-writer', this.target)
+    thread.unref()
+    const worker: WorkerRpc<WriterRequest, WriterReply> = new WorkerRpc(thread, {
+      stopped: () => new Error('the SQLite writer thread stopped'),
+      failed: (err) => new Error(`the SQLite writer thread failed: ${err.message}`),
+      exited: () => {
+        if (this.worker === worker) this.worker = undefined
+      },
     })
     this.worker = worker
     this.generation++
     return worker
-  }
-
-  private failPending(err: Error): void {
-    for (const waiter of this.pending.values()) waiter.reject(err)
-    this.pending.clear()
   }
 }
 

@@ -55,12 +55,13 @@ export interface ImportWriterData {
  * thread): take a batch; write every row still held; or close the connection and end.
  */
 export type WriterRequest =
-  | { type: 'write'; batch: ImportBatch; at: string; contactEvents: boolean }
-  | { type: 'finish'; at: string; contactEvents: boolean }
+  | { type: 'write'; id: number; batch: ImportBatch; at: string; contactEvents: boolean }
+  | { type: 'finish'; id: number; at: string; contactEvents: boolean }
   | { type: 'close' }
 
 /**
- * From the writer thread: the batch is taken (held to be written with its window), or
- * after a finish, every row is committed; or writing failed (and nothing more will be written).
+ * From the writer thread, with the request's id: the batch is taken (held to be written
+ * with its window), or after a finish, every row is committed; or writing failed (and
+ * nothing more will be written).
  */
-export type WriterReply = { type: 'written' } | { type: 'failed'; error: string }
+export type WriterReply = { type: 'written'; id: number } | { type: 'failed'; id: number; error: string }

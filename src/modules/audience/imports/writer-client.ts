@@ -1,5 +1,6 @@
 import type { Worker } from 'node:worker_threads'
 import { bulkWriterTarget, writePace, type BulkWriterTarget, type WritePace } from '../../../platform/db/bulk-writes.js'
+import { WorkerRpc } from '../../../platform/worker-rpc.js'
 import { startWorker } from '../../../platform/workers.js'
 import type { AudienceDeps } from '../deps.js'
 import type { ImportBatch, ImportWriterData, WriterReply, WriterRequest } from './protocol.js'
@@ -46,11 +47,7 @@ class ImportWriterThread implements ImportWriter {
   // On SQLite: a turn of the event loop, and room in the write-ahead log (the
   // maintenance thread lives on this side), before each batch.
   private readonly pace: WritePace
-  private pending: { resolve: () => void; reject: (err: Error) => void } | undefined
-  private readonly exited: Promise<void>
-  private hasExited = false
-  // An error that ended the thread (one opening the connection comes before any write).
-  private error: Error | undefined
+  private readonly worker: WorkerRpc<WriterRequest, WriterReply, void>
   private readonly accountId: string
 
   constructor(
@@ -62,60 +59,33 @@ class ImportWriterThread implements ImportWriter {
     this.accountId = job.accountId
     const data: ImportWriterData = { target, ...job }
     this.thread = startWorker(import.meta.url, 'writer', data)
-    this.thread.on('message', (reply: WriterReply) => {
-      const pending = this.pending
-      this.pending = undefined
-      if (reply.type === 'written') pending?.resolve()
-      else pending?.reject(new Error(`the import writer failed: ${reply.error}`))
+    this.worker = new WorkerRpc(this.thread, {
+      stopped: () => new ImportWriterStopped(),
+      // An error that ended the thread (one opening the connection comes before any write).
+      failed: (err) => err,
+      answer: (reply) => {
+        if (reply.type === 'failed') throw new Error(`the import writer failed: ${reply.error}`)
+      },
     })
-    // An uncaught error ends the thread; 'exit' follows.
-    this.thread.on('error', (err) => {
-      this.error = err
-      const pending = this.pending
-      this.pending = undefined
-      pending?.reject(err)
-    })
-    this.exited = new Promise((resolve) =>
-      this.thread.once('exit', () => {
-        this.hasExited = true
-        const pending = this.pending
-        this.pending = undefined
-        pending?.reject(new ImportWriterStopped())
-        resolve()
-      }),
-    )
   }
 
   async write(batch: ImportBatch): Promise<void> {
     await this.pace.room()
     const contactEvents = await this.contactEventsWanted()
-    return this.request({ type: 'write', batch, at: this.deps.clock.now().toISOString(), contactEvents })
+    return this.worker.request({ type: 'write', id: 0, batch, at: this.deps.clock.now().toISOString(), contactEvents })
   }
 
   async finish(): Promise<void> {
     const contactEvents = await this.contactEventsWanted()
-    return this.request({ type: 'finish', at: this.deps.clock.now().toISOString(), contactEvents })
+    return this.worker.request({ type: 'finish', id: 0, at: this.deps.clock.now().toISOString(), contactEvents })
   }
 
   private async contactEventsWanted(): Promise<boolean> {
     return this.deps.demand.wants(this.accountId, 'ContactCreated')
   }
 
-  private request(request: WriterRequest): Promise<void> {
-    if (this.error) return Promise.reject(this.error)
-    if (this.hasExited) return Promise.reject(new ImportWriterStopped())
-    return new Promise((resolve, reject) => {
-      this.pending = { resolve, reject }
-      this.send(request)
-    })
-  }
-
+  /** The thread closes its connection after what was sent before, and ends. */
   async close(): Promise<void> {
-    if (!this.hasExited) this.send({ type: 'close' })
-    await this.exited
-  }
-
-  private send(request: WriterRequest): void {
-    this.thread.postMessage(request)
+    await this.worker.close({ type: 'close' })
   }
 }

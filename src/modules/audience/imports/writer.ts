@@ -45,10 +45,10 @@ port.on('message', (message: WriterRequest) => {
       contactEvents = message.contactEvents
       if (message.type === 'write') await writes.add(message.batch)
       else await writes.finish()
-      post({ type: 'written' })
+      post({ type: 'written', id: message.id })
     } catch (err) {
       failed = true
-      post({ type: 'failed', error: err instanceof Error ? (err.stack ?? err.message) : String(err) })
+      post({ type: 'failed', id: message.id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) })
     }
   })
 })
