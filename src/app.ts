@@ -13,6 +13,7 @@ import { installDashboard } from './platform/http/dashboard.js'
 import { installDraining } from './platform/http/draining.js'
 import { installErrorHandling, sendProblem } from './platform/http/error-handler.js'
 import { installHealth } from './platform/http/health.js'
+import { installMethodNotAllowed } from './platform/http/method-not-allowed.js'
 import { installOpenApi } from './platform/http/openapi.js'
 import { installRateLimit } from './platform/http/rate-limit.js'
 import { installValidation } from './platform/http/validation.js'
@@ -162,7 +163,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // JSON only, unless a route's module adds a parser of its own (CSV import).
   app.removeContentTypeParser('text/plain')
   installValidation(app)
-  installErrorHandling(app)
+  // Before any route is added: it learns each one as it is.
+  installErrorHandling(app, { methodNotAllowed: installMethodNotAllowed(app) })
   installClientErrors(app)
   installDraining(app)
   installAuth(app, {

@@ -54,6 +54,17 @@ export class NotFound extends Problem {
   }
 }
 
+export class MethodNotAllowed extends Problem {
+  readonly status = 405
+  readonly slug = 'method-not-allowed'
+  readonly title = 'Method not allowed'
+  /** `allowed`: the methods the path takes, for the Allow header (RFC 9110 requires it on a 405). */
+  constructor(method: string, path: string, allowed: readonly string[]) {
+    super(`${method} is not allowed on ${path}; it takes ${allowed.join(', ')}`)
+    this.headers.allow = allowed.join(', ')
+  }
+}
+
 export class Conflict extends Problem {
   readonly status = 409
   readonly slug = 'conflict'

@@ -92,11 +92,6 @@ describe('404 Not found', () => {
     expectWholeProblem(response, { status: 404, slug: 'not-found', title: 'Not found', detail: `GET ${path} does not exist`, instance: path })
   })
 
-  it('answers a known path with an unknown method with 404', async () => {
-    const response = await server.put('/v1/account', { token: alice.session, body: {} })
-    expectWholeProblem(response, { status: 404, slug: 'not-found', title: 'Not found', detail: 'PUT /v1/account does not exist', instance: '/v1/account' })
-  })
-
   it.each(['0193a5b0-7c1e-7b7a-9a55-3f1d2c4b5a69', 'not-a-uuid', '%20', "1' or '1'='1", '%00'])(
     'answers the unknown or malformed id %s with 404',
     async (id) => {
@@ -108,6 +103,20 @@ describe('404 Not found', () => {
       expectProblem(topUp, 404, 'not-found')
     },
   )
+})
+
+describe('405 Method not allowed', () => {
+  it('answers a known path with an unknown method with 405 and Allow', async () => {
+    const response = await server.put('/v1/account', { token: alice.session, body: {} })
+    expectWholeProblem(response, {
+      status: 405,
+      slug: 'method-not-allowed',
+      title: 'Method not allowed',
+      detail: 'PUT is not allowed on /v1/account; it takes GET, HEAD, PATCH',
+      instance: '/v1/account',
+    })
+    expect(response.headers.get('allow')).toBe('GET, HEAD, PATCH')
+  })
 })
 
 describe('409 Conflict', () => {

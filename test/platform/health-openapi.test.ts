@@ -64,8 +64,9 @@ describe('GET /v1/openapi.json', () => {
     expect(document.paths['/v1/keys/{keyId}'].delete.security).toEqual([{ session: [] }])
     expect(document.paths['/v1/account'].get.security).toEqual([{ apiKey: [] }, { session: [] }])
     expect(document.paths['/v1/account'].patch.security).toEqual([{ session: [] }])
-    expect(document.paths['/v1/auth/login'].post.security).toBeUndefined()
-    expect(document.paths['/v1/auth/signup'].post.security).toBeUndefined()
+    // Public: an empty requirement, rather than none (which would leave it to a document-wide default).
+    expect(document.paths['/v1/auth/login'].post.security).toEqual([])
+    expect(document.paths['/v1/auth/signup'].post.security).toEqual([])
   })
 
   it('documents request bodies, success responses and problem responses', () => {

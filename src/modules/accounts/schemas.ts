@@ -40,12 +40,17 @@ export const PatchAccountBody = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     lowBalanceThreshold: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000 })),
-    inboundNumbers: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 32 }), { maxItems: 100 })),
+    inboundNumbers: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 32, description: 'A valid phone number in international format (+ or 00 and the country code); stored as E.164' }), {
+        maxItems: 100,
+        description: 'Replaces the numbers whose inbound SMS belong to this account; a number given twice counts once',
+      }),
+    ),
   },
   { additionalProperties: false },
 )
 export type PatchAccountBody = Static<typeof PatchAccountBody>
 
-export const TopUpParams = Type.Object({ accountId: Type.String() })
+export const TopUpParams = Type.Object({ accountId: Type.String({ description: 'Account id (UUID)' }) })
 export const TopUpBody = Type.Object({ amount: Type.Integer({ minimum: 1, maximum: 1_000_000_000 }) })
 export const TopUpResult = Type.Object({ balance: Type.Integer() })

@@ -10,10 +10,13 @@ import { createKey, listKeys, revokeKey, type KeysDeps } from './service.js'
 export const keysRoutes: FastifyPluginAsyncTypebox<{ deps: KeysDeps }> = async (app, { deps }) => {
   app.post('/v1/keys', {
     schema: {
+      operationId: 'createKey',
       tags: ['keys'],
-      summary: 'Create an API key; the raw key is in the response body, shown only this once',
+      summary: 'Create an API key',
+      description:
+        'Creates an API key with a permission (Full by default; Sms; or Playground, whose sends go to the sandbox and cost nothing) and answers the raw key as a bare JSON string: it is shown only this once, and only its SHA-256 is kept. The body is optional. An account holds at most 200 active keys. Takes a dashboard session only.',
       body: CreateKeyBody,
-      response: { 201: RawKey, ...problemResponses(400, 401, 403, 409, 413, 415, 422, 429) },
+      response: { 201: RawKey, ...problemResponses({ 409: 'The account already holds 200 active keys; revoke one first' }) },
     },
     config: { auth: AUTH.session },
     // Every field is optional, so no body at all means the defaults. A JSON null is a
@@ -28,20 +31,24 @@ export const keysRoutes: FastifyPluginAsyncTypebox<{ deps: KeysDeps }> = async (
 
   app.get('/v1/keys', {
     schema: {
+      operationId: 'listKeys',
       tags: ['keys'],
-      summary: 'List active API keys, newest first; keys are shown by prefix only',
+      summary: 'List API keys',
+      description: 'The active (unrevoked) API keys of the account, newest first, each shown by its first 12 characters only. Takes a dashboard session only.',
       querystring: ListKeysQuery,
-      response: { 200: PageOf(ApiKey), ...problemResponses(401, 403, 422, 429) },
+      response: { 200: PageOf(ApiKey) },
     },
     config: { auth: AUTH.session },
   }, (request) => listKeys(deps, accountIdOf(request), request.query))
 
   app.delete('/v1/keys/:keyId', {
     schema: {
+      operationId: 'revokeKey',
       tags: ['keys'],
-      summary: 'Revoke an API key at once and for good',
+      summary: 'Revoke an API key',
+      description: 'Revokes the key at once and for good: the next request with it is a 401. Takes a dashboard session only.',
       params: KeyParams,
-      response: { 204: { type: 'null', description: 'Revoked' }, ...problemResponses(401, 403, 404, 429) },
+      response: { 204: { type: 'null', description: 'Revoked' }, ...problemResponses({ 404: 'The key does not exist, is already revoked, or belongs to another account' }) },
     },
     config: { auth: AUTH.session },
   }, async (request, reply) => {

@@ -1,15 +1,18 @@
 import { Type, type Static } from 'typebox'
 import { pageQuery } from '../../platform/http/pagination.js'
-import { Timestamp } from '../../platform/http/schemas.js'
+import { OPTIONAL_BODY, Timestamp } from '../../platform/http/schemas.js'
 
 export const Permission = Type.Enum(['Sms', 'Full', 'Playground'], {
   description: 'Sms: send and manage SMS only; Full: everything; Playground: sandbox, nothing really sent, no credits used',
 })
 
-export const CreateKeyBody = Type.Object({
-  name: Type.Optional(Type.String({ maxLength: 100, examples: ['production backend'] })),
-  permission: Type.Optional(Permission),
-})
+export const CreateKeyBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ maxLength: 100, examples: ['production backend'] })),
+    permission: Type.Optional(Permission),
+  },
+  { [OPTIONAL_BODY]: true, description: 'Optional: without a body, the key is a Full key without a name' },
+)
 export type CreateKeyBody = Static<typeof CreateKeyBody>
 
 export const RawKey = Type.String({
@@ -28,4 +31,4 @@ export const ApiKey = Type.Object({
 export type ApiKey = Static<typeof ApiKey>
 
 export const ListKeysQuery = Type.Object(pageQuery({ defaultSize: 10, maxSize: 100 }))
-export const KeyParams = Type.Object({ keyId: Type.String() })
+export const KeyParams = Type.Object({ keyId: Type.String({ description: 'API key id (UUID)' }) })

@@ -14,6 +14,7 @@ import {
   EventStream,
   IssueTokenBody,
   MAX_CHANNEL_LIST_BYTES,
+  MAX_CHANNELS_PER_TOKEN,
   PUBLISH_BODY_LIMIT_BYTES,
   PublishBody,
   PublishResult,
@@ -37,7 +38,6 @@ export interface PushRouteDeps extends SubscribeDeps {
 // Push is free of credits but not of scope: Full and Playground keys and sessions; an Sms key gets 403.
 const auth = AUTH.apiKeyOrSession('general')
 const tags = ['push']
-const WRITE = problemResponses(400, 401, 403, 413, 415, 422, 429)
 
 const STREAM_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -51,7 +51,15 @@ export const pushRoutes: FastifyPluginAsyncTypebox<{ deps: PushRouteDeps }> = as
   const grants = new WeakMap<FastifyRequest, PushGrant>()
 
   app.post('/v1/push/tokens', {
-    schema: { tags, summary: 'Issue a token that lets a browser read some channels of your account', body: IssueTokenBody, response: { 200: PushToken, ...WRITE } },
+    schema: {
+      operationId: 'issuePushToken',
+      tags,
+      summary: 'Issue a push token',
+      description:
+        `Issues a signed token that lets a browser read some channels of your account, for \`ttlSeconds\` (an hour by default): 1 to ${MAX_CHANNELS_PER_TOKEN} channels, duplicates counting once, and at most ${MAX_CHANNEL_LIST_BYTES} bytes together as JSON, since the token carries them in the stream's URL (else 422). Costs no credits.`,
+      body: IssueTokenBody,
+      response: { 200: PushToken },
+    },
     config: { auth },
   }, async (request) => {
     const channels = [...new Set(request.body.channels)]
@@ -69,7 +77,15 @@ export const pushRoutes: FastifyPluginAsyncTypebox<{ deps: PushRouteDeps }> = as
 
   app.post('/v1/push/publish', {
     bodyLimit: PUBLISH_BODY_LIMIT_BYTES,
-    schema: { tags, summary: 'Publish an event to a channel: kept in its history and sent to every stream reading it; costs no credits', body: PublishBody, response: { 200: PublishResult, ...WRITE } },
+    schema: {
+      operationId: 'publishPushEvent',
+      tags,
+      summary: 'Publish an event to a channel',
+      description:
+        `Publishes an event to a channel of your account: it is kept in the channel's history for replay (see PUSH_HISTORY_SIZE and PUSH_HISTORY_TTL_S) and sent to every stream reading the channel, on every node. The body may hold at most ${PUBLISH_BODY_LIMIT_BYTES} bytes (64 KiB; else 413). The event name may not hold a line break, nor be "${RESERVED_EVENT}" (else 422). Costs no credits.`,
+      body: PublishBody,
+      response: { 200: PublishResult },
+    },
     config: { auth },
   }, async (request) => {
     const { channel, event, data } = request.body
@@ -85,11 +101,17 @@ export const pushRoutes: FastifyPluginAsyncTypebox<{ deps: PushRouteDeps }> = as
     // HEAD would open a stream with nothing to send.
     exposeHeadRoute: false,
     schema: {
+      operationId: 'streamPushEvents',
       tags,
-      summary: 'Read the token\'s channels as Server-Sent Events (anonymous: the token is the credential)',
+      summary: 'Read channels as Server-Sent Events',
+      description:
+        'Opens a Server-Sent Events stream of the token\'s channels (for EventSource). Anonymous: the push token from POST /v1/push/tokens, in the `token` query parameter, is the credential; a request without a valid, unexpired token is a 401 whatever else is wrong with it. With Last-Event-ID (or `lastEventId`), the events after it still in the history are replayed first. The stream ends when the token expires. Not rate limited. CORS: pages of the origins in PUSH_CORS_ORIGINS may open it.',
       querystring: StreamQuery,
       headers: StreamHeaders,
-      response: { 200: { description: 'The event stream', content: { 'text/event-stream': { schema: EventStream } } }, ...problemResponses(401, 422) },
+      response: {
+        200: { description: 'The event stream', content: { 'text/event-stream': { schema: EventStream } } },
+        ...problemResponses({ 401: 'The token is missing, invalid or expired' }),
+      },
     },
     // Anonymous, and not limited per address: a NAT's browsers, or every client coming
     // back after a restart, would share one limit. A bad token costs one HMAC.

@@ -64,7 +64,8 @@ export const PublishResult = Type.Object({
 export type PublishResult = Static<typeof PublishResult>
 
 export const StreamQuery = Type.Object({
-  token: Type.Optional(Type.String({ description: 'The push token (required; without it the answer is 401)' })),
+  // Required, and refused with 401 when missing or empty: the route's onRequest checks it before validation runs.
+  token: Type.String({ minLength: 1, description: 'The push token from POST /v1/push/tokens; a request without a valid one is a 401' }),
   lastEventId: Type.Optional(
     Type.String({ maxLength: 256, description: 'The last SSE id seen, for a new EventSource that cannot set the Last-Event-ID header; the header wins' }),
   ),

@@ -19,7 +19,11 @@ export type Webhook = Static<typeof Webhook>
 
 export const CreateWebhookBody = Type.Object(
   {
-    endpoint: Type.String({ minLength: 1, maxLength: 2048, description: 'An https: URL' }),
+    endpoint: Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description: 'An absolute https: URL without user or password, whose host is a public address (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS is set)',
+    }),
     eventType: EventTypeName,
   },
   { examples: [{ endpoint: 'https://example.com/hooks/sms', eventType: 'SmsDelivered' }] },
@@ -58,7 +62,7 @@ export const LogParams = Type.Object({ logId: Type.String({ description: 'Delive
 
 export const TestWebhookBody = Type.Object(
   {
-    webhookId: Type.String({ maxLength: 64 }),
+    webhookId: Type.String({ maxLength: 64, description: 'The webhook to send to (an id of this account)' }),
     payload: Type.String({ maxLength: 262_144, description: 'A JSON document, as a string; sent as the body' }),
   },
   { examples: [{ webhookId: '0193a5b0-7c1e-7b7a-9a55-3f1d2c4b5a69', payload: '{"event":"SmsDelivered","messageId":"…"}' }] },

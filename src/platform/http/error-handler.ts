@@ -10,6 +10,7 @@ import {
   ValidationFailed,
   type FieldError,
 } from '../problems.js'
+import type { MethodCheck } from './method-not-allowed.js'
 
 export const PROBLEM_TYPE_BASE = 'https://docs.messaging-platform.dev/errors/'
 
@@ -99,15 +100,20 @@ export function sendProblem(reply: FastifyReply, problem: Problem, instance?: st
     .send(body)
 }
 
-/** Installs the one error handler and the not-found handler. */
-export function installErrorHandling(app: FastifyInstance): void {
+/**
+ * Installs the one error handler and the not-found handler. With `methodNotAllowed`
+ * (installMethodNotAllowed), a known path asked with a method it does not take is a 405
+ * with Allow rather than a 404.
+ */
+export function installErrorHandling(app: FastifyInstance, options: { methodNotAllowed?: MethodCheck } = {}): void {
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const problem = toProblem(err)
     if (problem.status >= 500) request.log.error({ err }, 'request failed')
     else request.log.info({ status: problem.status, problem: problem.slug }, problem.message)
     return sendProblem(reply, problem, request.url.split('?')[0])
   })
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, new NotFound(`${request.method} ${request.url.split('?')[0]}`), request.url.split('?')[0]),
-  )
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]
+    return sendProblem(reply, options.methodNotAllowed?.(request) ?? new NotFound(`${request.method} ${path}`), path)
+  })
 }

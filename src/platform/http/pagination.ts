@@ -7,7 +7,12 @@ export interface PageLimits {
 
 export const MAX_PAGE_NUMBER = 2_147_483_647
 
-/** Query parameters of a paginated list: pageNumber and pageSize with the endpoint's limits. */
+/**
+ * Query parameters of a paginated list: pageNumber and pageSize with the endpoint's limits.
+ * Both are optional for the client: validation fills in the defaults (ajv's useDefaults),
+ * so handlers always see them set, and the OpenAPI document lists them as optional
+ * (openapi.ts: a parameter with a default is not required).
+ */
 export function pageQuery(limits: PageLimits) {
   return {
     // Bounded so the row offset stays an exact integer the stores accept; past the end is an empty page anyway.

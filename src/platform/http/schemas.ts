@@ -21,7 +21,30 @@ export const IdParams = Type.Object({ id: Type.String({ description: 'Resource i
 
 export const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-21T10:00:00.000Z'] })
 
-/** Error responses a route may give, documented once for OpenAPI. */
-export function problemResponses(...statuses: number[]): Record<number, { $ref: string }> {
-  return Object.fromEntries(statuses.map((status) => [status, { $ref: 'Problem#' }]))
+/**
+ * Marks a body schema as optional (documentation only): the route takes a request without
+ * a body, its preValidation filling in `{}`; the document says `requestBody.required: false`.
+ */
+export const OPTIONAL_BODY = 'x-optional-body'
+
+/** A problem response the route's own logic gives, with what it means there when the status alone does not say. */
+export interface ProblemResponse {
+  $ref: 'Problem#'
+  description?: string
+}
+
+/**
+ * The error responses a route's own logic gives (a 404 of its service, a 409, a 402), for
+ * the OpenAPI document: a status, or a record of statuses to what each means on this
+ * route. The statuses the platform gives on every route (400, 401, 403, 413, 415, 422,
+ * 429, 500, 503, as they apply) are added by openapi.ts; the document serves every one
+ * as application/problem+json.
+ */
+export function problemResponses(...entries: (number | Record<number, string>)[]): Record<number, ProblemResponse> {
+  const responses: Record<number, ProblemResponse> = {}
+  for (const entry of entries) {
+    if (typeof entry === 'number') responses[entry] = { $ref: 'Problem#' }
+    else for (const [status, description] of Object.entries(entry)) responses[Number(status)] = { $ref: 'Problem#', description }
+  }
+  return responses
 }

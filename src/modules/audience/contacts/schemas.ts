@@ -42,7 +42,7 @@ export type Contact = Static<typeof Contact>
 export const PhoneNumbersString = Type.String({
   minLength: 1,
   maxLength: 200_000,
-  description: 'Comma-separated phone numbers in international format; whitespace around commas is ignored',
+  description: `Comma-separated phone numbers, each a valid phone number in international format: + or 00 and the country code, spaces and punctuation allowed, in a range that is assigned (checked against libphonenumber's metadata); stored as E.164; whitespace around commas is ignored`,
   examples: ['+233201234567,+14155550100'],
 })
 
@@ -65,7 +65,7 @@ export const CreateContactsResult = Type.Object({
 
 export const CreateContactBody = Type.Object(
   {
-    phoneNumber: Type.String({ minLength: 1, maxLength: 32, examples: ['+14155550100'] }),
+    phoneNumber: Type.String({ minLength: 1, maxLength: 32, description: "A valid phone number in international format: + or 00 and the country code, spaces and punctuation allowed, in a range that is assigned (checked against libphonenumber's metadata); stored as E.164", examples: ['+14155550100'] }),
     firstName: Type.Optional(Type.String({ maxLength: 100 })),
     lastName: Type.Optional(Type.String({ maxLength: 100 })),
     email: Type.Optional(Type.String({ format: 'email', maxLength: 254 })),

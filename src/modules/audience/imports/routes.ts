@@ -10,8 +10,6 @@ import { ContactImport, ContactImportQuery, ImportAccepted } from './schemas.js'
 import type { ContactImporter } from './service.js'
 
 const auth = AUTH.apiKeyOrSession('general')
-const READ = problemResponses(401, 403, 404, 422, 429)
-const WRITE = problemResponses(400, 401, 403, 404, 413, 415, 422, 429)
 
 const CsvUpload = Type.String({
   [RAW_BODY]: true,
@@ -24,12 +22,22 @@ const CsvUpload = Type.String({
 export const importRoutes: FastifyPluginAsyncTypebox<{ importer: ContactImporter }> = async (app, { importer }) => {
   app.post('/v1/contacts/import', {
     schema: {
+      operationId: 'importContacts',
       tags: ['contacts'],
-      summary: 'Import contacts from CSV in the background; poll the import for progress and per-row errors',
+      summary: 'Import contacts from a CSV file',
+      description:
+        'Takes a CSV upload (`content-type: text/csv`, or application/csv) with a header row, streamed to a temporary file, and answers 202 with the import\'s id and a Location header; the rows are imported in the background. Poll GET /v1/contacts/imports/{id} for progress and the first 1,000 row errors. Known numbers are reused untouched, so importing a file again is safe. The upload may hold at most IMPORT_MAX_BYTES (512 MiB by default).',
       consumes: ['text/csv'],
       body: CsvUpload,
       querystring: ContactImportQuery,
-      response: { 202: ImportAccepted, ...WRITE },
+      response: {
+        202: ImportAccepted,
+        ...problemResponses({
+          404: 'contactListId names no list of this account',
+          413: 'The upload is over IMPORT_MAX_BYTES (512 MiB by default)',
+          415: 'The body is not text/csv (or application/csv)',
+        }),
+      },
     },
     config: { auth },
   }, async (request, reply) => {
@@ -41,7 +49,15 @@ export const importRoutes: FastifyPluginAsyncTypebox<{ importer: ContactImporter
   })
 
   app.get('/v1/contacts/imports/:id', {
-    schema: { tags: ['contacts'], summary: 'Progress and per-row errors of a CSV import', params: IdParams, response: { 200: ContactImport, ...READ } },
+    schema: {
+      operationId: 'getContactImport',
+      tags: ['contacts'],
+      summary: 'Get a CSV import',
+      description:
+        'The status of an import (processing, completed or failed), the rows processed so far (whole windows: always a prefix of the file), the contacts created and found existing, the invalid rows and the first 1,000 row errors.',
+      params: IdParams,
+      response: { 200: ContactImport, ...problemResponses({ 404: 'The import does not exist, or belongs to another account' }) },
+    },
     config: { auth },
   }, (request) => importer.get(accountIdOf(request), request.params.id))
 }

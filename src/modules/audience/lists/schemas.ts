@@ -5,7 +5,7 @@ import { PhoneNumbersString } from '../contacts/schemas.js'
 import { Id } from '../schemas.js'
 
 export const CreateListBody = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 100, examples: ['VIP customers'] }),
+  name: Type.String({ minLength: 1, maxLength: 100, description: 'Must not be blank (spaces alone are refused)', examples: ['VIP customers'] }),
   description: Type.Optional(Type.String({ maxLength: 500 })),
 })
 export type CreateListBody = Static<typeof CreateListBody>
@@ -35,4 +35,7 @@ export type AddToListBody = Static<typeof AddToListBody>
 
 export const AddToListResult = Type.Object({ added: Type.Integer({ description: 'Contacts that were not members before' }) })
 
-export const ListMemberParams = Type.Object({ id: Type.String(), contactId: Type.String() })
+export const ListMemberParams = Type.Object({
+  id: Type.String({ description: 'Contact list id (UUID)' }),
+  contactId: Type.String({ description: 'Contact id (UUID)' }),
+})

@@ -10,12 +10,20 @@ import { createSegment, deleteSegment, getSegment, listSegments, previewRules, p
 
 const auth = AUTH.apiKeyOrSession('general')
 const NoContent = { 204: { type: 'null', description: 'Done' } }
-const READ = problemResponses(401, 403, 404, 422, 429)
-const WRITE = problemResponses(400, 401, 403, 404, 413, 415, 422, 429)
+const RULES_LIST = problemResponses({ 404: 'A contactListId rule names no list of this account' })
+const NO_SEGMENT = problemResponses({ 404: 'The segment does not exist, or belongs to another account' })
+const RULES = 'Rules are checked as a whole: every bad rule is named in the 422 (`rules[2].operator`); at most 100 rules.'
 
 export const segmentRoutes: FastifyPluginAsyncTypebox<{ deps: AudienceDeps }> = async (app, { deps }) => {
   app.post('/v1/audience/segments', {
-    schema: { tags: ['segments'], summary: 'Create a segment; the body is its id', body: SegmentBody, response: { 201: CreatedId, ...WRITE } },
+    schema: {
+      operationId: 'createSegment',
+      tags: ['segments'],
+      summary: 'Create a segment',
+      description: `Saves a name (not blank), a description and rules, and answers 201 with the segment's id as a bare JSON string and a Location header. ${RULES}`,
+      body: SegmentBody,
+      response: { 201: CreatedId, ...RULES_LIST },
+    },
     config: { auth },
   }, async (request, reply) => {
     const id = await createSegment(deps, accountIdOf(request), request.body)
@@ -23,32 +31,78 @@ export const segmentRoutes: FastifyPluginAsyncTypebox<{ deps: AudienceDeps }> = 
   })
 
   app.get('/v1/audience/segments', {
-    schema: { tags: ['segments'], summary: 'List segments (without rules), newest first', querystring: ListSegmentsQuery, response: { 200: PageOf(SegmentListItem), ...READ } },
+    schema: {
+      operationId: 'listSegments',
+      tags: ['segments'],
+      summary: 'List segments',
+      description:
+        'Segments of the account without their rules, newest first, optionally only those whose name matches `search`. `contactCount` is served from a cache refreshed in the background (stale for at most SEGMENT_COUNT_MAX_STALE_MS, 30 s by default, while changes keep coming).',
+      querystring: ListSegmentsQuery,
+      response: { 200: PageOf(SegmentListItem) },
+    },
     config: { auth },
   }, (request) => listSegments(deps, accountIdOf(request), request.query))
 
   app.post('/v1/audience/segments/preview', {
-    schema: { tags: ['segments'], summary: 'Count and sample the audience of unsaved rules', body: PreviewBody, querystring: PreviewQuery, response: { 200: SegmentPreview, ...WRITE } },
+    schema: {
+      operationId: 'previewSegmentRules',
+      tags: ['segments'],
+      summary: 'Preview the audience of unsaved rules',
+      description: `Counts, live, the contacts the rules match that a broadcast would send to, the opted-out ones apart, and answers a sample of up to \`limit\` of them. Nothing is saved. ${RULES}`,
+      body: PreviewBody,
+      querystring: PreviewQuery,
+      response: { 200: SegmentPreview, ...RULES_LIST },
+    },
     config: { auth },
   }, (request) => previewRules(deps, accountIdOf(request), request.body, request.query.limit))
 
   app.get('/v1/audience/segments/:id', {
-    schema: { tags: ['segments'], summary: 'Get a segment with its rules', params: IdParams, response: { 200: Segment, ...READ } },
+    schema: {
+      operationId: 'getSegment',
+      tags: ['segments'],
+      summary: 'Get a segment',
+      description: 'A segment with its rules and its contact count (counted live on the first read after a change, else from the background cache).',
+      params: IdParams,
+      response: { 200: Segment, ...NO_SEGMENT },
+    },
     config: { auth },
   }, (request) => getSegment(deps, accountIdOf(request), request.params.id))
 
   app.get('/v1/audience/segments/:id/preview', {
-    schema: { tags: ['segments'], summary: 'Live count and a sample of the contacts a broadcast would send to now', params: IdParams, querystring: PreviewQuery, response: { 200: SegmentPreview, ...READ } },
+    schema: {
+      operationId: 'previewSegment',
+      tags: ['segments'],
+      summary: 'Preview the audience of a segment',
+      description: 'Counts, live, the contacts a broadcast to the segment would send to now, the opted-out ones apart, and answers a sample of up to `limit` of them.',
+      params: IdParams,
+      querystring: PreviewQuery,
+      response: { 200: SegmentPreview, ...NO_SEGMENT },
+    },
     config: { auth },
   }, (request) => previewSegment(deps, accountIdOf(request), request.params.id, request.query.limit))
 
   app.put('/v1/audience/segments/:id', {
-    schema: { tags: ['segments'], summary: 'Replace name, description, rulesOperator and rules', params: IdParams, body: SegmentBody, response: { 200: Segment, ...WRITE } },
+    schema: {
+      operationId: 'replaceSegment',
+      tags: ['segments'],
+      summary: 'Replace a segment',
+      description: `Replaces the name, description, rulesOperator and rules (absent ones take their defaults: no description, AND, "[]"). ${RULES}`,
+      params: IdParams,
+      body: SegmentBody,
+      response: { 200: Segment, ...problemResponses({ 404: 'The segment, or a list a contactListId rule names, does not exist or belongs to another account' }) },
+    },
     config: { auth },
   }, (request) => replaceSegment(deps, accountIdOf(request), request.params.id, request.body))
 
   app.delete('/v1/audience/segments/:id', {
-    schema: { tags: ['segments'], summary: 'Delete a segment for good', params: IdParams, response: { ...NoContent, ...READ } },
+    schema: {
+      operationId: 'deleteSegment',
+      tags: ['segments'],
+      summary: 'Delete a segment',
+      description: 'Deletes the segment for good.',
+      params: IdParams,
+      response: { ...NoContent, ...NO_SEGMENT },
+    },
     config: { auth },
   }, async (request, reply) => {
     await deleteSegment(deps, accountIdOf(request), request.params.id)

@@ -8,13 +8,13 @@ const RulesOperator = Type.Enum(['AND', 'OR'], { description: 'AND: every rule m
 const Rules = Type.String({
   maxLength: 100_000,
   description:
-    'A JSON array of {field, operator, value} objects, serialised as a string. field: phoneNumber, firstName, lastName, email, country, createdAt, contactListId or attributes.<name>; operator: equals, notEquals, contains, startsWith, greaterThan, lessThan; value: a string. "[]" matches every contact.',
+    'A JSON array of at most 100 {field, operator, value} objects, serialised as a string. field: phoneNumber, firstName, lastName, email, country, createdAt, contactListId or attributes.<name>; operator: equals, notEquals, contains, startsWith, greaterThan, lessThan; value: a string. "[]" matches every contact.',
   examples: ['[{"field":"attributes.plan","operator":"equals","value":"gold"},{"field":"attributes.age","operator":"greaterThan","value":"30"}]'],
 })
 
 export const SegmentBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 100, examples: ['Gold customers over 30'] }),
+    name: Type.String({ minLength: 1, maxLength: 100, description: 'Must not be blank (spaces alone are refused)', examples: ['Gold customers over 30'] }),
     description: Type.Optional(Type.String({ maxLength: 500 })),
     rulesOperator: Type.Optional(RulesOperator),
     rules: Type.Optional(Rules),
@@ -63,7 +63,7 @@ export const PreviewBody = Type.Object(
   { rulesOperator: Type.Optional(RulesOperator), rules: Type.Optional(Rules) },
   { examples: [{ rulesOperator: 'OR', rules: '[{"field":"firstName","operator":"startsWith","value":"él"},{"field":"country","operator":"equals","value":"GH"}]' }] },
 )
-export const PreviewQuery = Type.Object({ limit: Type.Integer({ minimum: 0, maximum: 100, default: 10 }) })
+export const PreviewQuery = Type.Object({ limit: Type.Integer({ minimum: 0, maximum: 100, default: 10, description: 'Contacts to sample, 0 to 100' }) })
 
 export const SegmentPreview = Type.Object({
   count: Type.Integer({ description: 'Matching contacts a broadcast would send to now' }),

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { pageQuery } from '../../../platform/http/pagination.js'
-import { Timestamp } from '../../../platform/http/schemas.js'
+import { OPTIONAL_BODY, Timestamp } from '../../../platform/http/schemas.js'
 import { MAX_CONTENT_LENGTH } from '../content.js'
 import { Encoding } from '../sms/schemas.js'
 
@@ -13,9 +13,9 @@ export const BroadcastStatus = Type.Enum(['draft', 'scheduled', 'sending', 'comp
 
 export const BroadcastBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200, examples: ['Black Friday'] }),
+    name: Type.String({ minLength: 1, maxLength: 200, description: 'Must not be blank (spaces alone are refused)', examples: ['Black Friday'] }),
     message: Type.String({ minLength: 1, maxLength: MAX_CONTENT_LENGTH }),
-    senderId: Type.String({ minLength: 1, maxLength: 16, description: '1-11 letters and digits, or an E.164 number' }),
+    senderId: Type.String({ minLength: 1, maxLength: 16, description: '1 to 11 ASCII letters and digits, or an E.164 number: + and 7 to 15 digits, the first not 0' }),
     // Null is taken as absent, so a broadcast read with GET can be sent back with PUT.
     contactListId: Type.Optional(Nullable(Type.String({ description: 'Send to the members of this list' }))),
     segmentId: Type.Optional(Nullable(Type.String({ description: 'Send to the contacts this segment matches at send time' }))),
@@ -56,7 +56,7 @@ export const ListBroadcastsQuery = Type.Object(pageQuery({ defaultSize: 10, maxS
 
 export const SendBroadcastBody = Type.Object(
   { scheduledAt: Type.Optional(Type.String({ format: 'date-time', description: 'Start at this time (at most a year ahead); now when absent or past' })) },
-  { description: 'Optional: a send without a body starts now', examples: [{ scheduledAt: '2026-11-27T08:00:00.000Z' }] },
+  { [OPTIONAL_BODY]: true, description: 'Optional: a send without a body starts now', examples: [{ scheduledAt: '2026-11-27T08:00:00.000Z' }] },
 )
 export type SendBroadcastBody = Static<typeof SendBroadcastBody>
 

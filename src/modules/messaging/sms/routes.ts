@@ -10,8 +10,6 @@ import { IdempotencyHeaders, InboundBody, ListSmsQuery, SendSmsBody, SendSmsResu
 import { getMessage, listMessages, sendSms, type Sender } from './service.js'
 
 const auth = AUTH.apiKeyOrSession('sms')
-const READ = problemResponses(401, 403, 404, 422, 429)
-const WRITE = problemResponses(400, 401, 402, 403, 409, 413, 415, 422, 429)
 
 /** Playground keys send to the sandbox, whatever CARRIER says. */
 export function senderOf(request: FastifyRequest): Sender {
@@ -22,11 +20,21 @@ export function senderOf(request: FastifyRequest): Sender {
 export const smsRoutes: FastifyPluginAsyncTypebox<{ deps: MessagingDeps; simulatorActive: boolean }> = async (app, { deps, simulatorActive }) => {
   app.post('/v1/sms/send', {
     schema: {
+      operationId: 'sendSms',
       tags: ['sms'],
-      summary: 'Send an SMS to up to 1,000 recipients; charged segments x recipients, atomically',
+      summary: 'Send an SMS',
+      description:
+        'Queues one message to 1 to 1,000 recipients, now or at `scheduledAt` (at most a year ahead), and answers 201 with a Location header. It is priced in GSM-7 (160 characters, 153 per part) or else UCS-2 (70, 67 per part) segments and charged one credit per segment per recipient: the debit and the queued recipients commit together or not at all. Opted-out recipients are skipped, listed in `skipped` and not charged. A Playground key sends to the sandbox and is charged nothing. With an Idempotency-Key, a repeat within 24 h with the same body answers the first response again and charges nothing. Any API key (Sms ones too) or a session.',
       headers: IdempotencyHeaders,
       body: SendSmsBody,
-      response: { 201: SendSmsResult, ...WRITE },
+      response: {
+        201: SendSmsResult,
+        ...problemResponses({
+          402: 'Not enough credits: nothing was queued and nothing was charged',
+          409: 'A request with this Idempotency-Key is still being processed; retry shortly',
+          422: 'Validation failed: `errors` names every bad field (`recipients[3]`, `senderId`, `scheduledAt`), or the Idempotency-Key was already used with another body',
+        }),
+      },
     },
     config: { auth },
   }, async (request, reply) => {
@@ -35,12 +43,26 @@ export const smsRoutes: FastifyPluginAsyncTypebox<{ deps: MessagingDeps; simulat
   })
 
   app.get('/v1/sms', {
-    schema: { tags: ['sms'], summary: 'List sent messages, newest first', querystring: ListSmsQuery, response: { 200: PageOf(SmsListItem), ...READ } },
+    schema: {
+      operationId: 'listSms',
+      tags: ['sms'],
+      summary: 'List messages',
+      description: 'Messages of the account (sends, broadcasts, opt-out replies), newest first, with their delivery counts; with `status`, only those with a recipient in that status.',
+      querystring: ListSmsQuery,
+      response: { 200: PageOf(SmsListItem) },
+    },
     config: { auth },
   }, (request) => listMessages(deps, accountIdOf(request), request.query))
 
   app.get('/v1/sms/:id', {
-    schema: { tags: ['sms'], summary: 'A message with the status of each recipient', params: IdParams, response: { 200: SmsMessage, ...READ } },
+    schema: {
+      operationId: 'getSms',
+      tags: ['sms'],
+      summary: 'Get a message',
+      description: 'A message with the status of each recipient (queued, sent, delivered or failed, with their times, the carrier\'s id and any error); the first 1,000 recipients of a broadcast.',
+      params: IdParams,
+      response: { 200: SmsMessage, ...problemResponses({ 404: 'The message does not exist, or belongs to another account' }) },
+    },
     config: { auth },
   }, (request) => getMessage(deps, accountIdOf(request), request.params.id))
 
@@ -48,10 +70,13 @@ export const smsRoutes: FastifyPluginAsyncTypebox<{ deps: MessagingDeps; simulat
   if (simulatorActive) {
     app.post('/v1/sms/inbound', {
       schema: {
+        operationId: 'simulateInboundSms',
         tags: ['sms'],
-        summary: 'Simulate an inbound SMS to the caller\'s account (simulator carrier only); STOP and START keywords apply',
+        summary: 'Simulate an inbound SMS',
+        description:
+          'Delivers an SMS from `from` to the caller\'s account as if a handset had sent it: InboundMessage fires, and a message that is a STOP or START keyword opts the sender out or back in and queues the one free confirmation reply. `from` must be a valid phone number in international format. Exists only with the simulator carrier (CARRIER=simulator).',
         body: InboundBody,
-        response: { 202: { type: 'null', description: 'Received' }, ...WRITE },
+        response: { 202: { type: 'null', description: 'Received' } },
       },
       config: { auth },
     }, async (request, reply) => {

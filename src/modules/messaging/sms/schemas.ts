@@ -12,13 +12,16 @@ export const Encoding = Type.Union([Type.Literal('GSM-7'), Type.Literal('UCS-2')
 
 export const SendSmsBody = Type.Object(
   {
-    recipients: Type.Array(Type.String({ maxLength: 32 }), {
-      minItems: 1,
-      maxItems: MAX_RECIPIENTS,
-      description: 'E.164 numbers; a number given twice is sent once',
-    }),
+    recipients: Type.Array(
+      Type.String({
+        maxLength: 32,
+        description:
+          "A valid phone number in international format: + and the country code, spaces and punctuation allowed, in a range that is assigned (checked against libphonenumber's metadata); sent to as E.164",
+      }),
+      { minItems: 1, maxItems: MAX_RECIPIENTS, description: 'A number given twice is sent once; every invalid one is named in the 422 (`recipients[3]`)' },
+    ),
     content: Type.String({ minLength: 1, maxLength: MAX_CONTENT_LENGTH }),
-    senderId: Type.String({ minLength: 1, maxLength: 16, description: '1-11 letters and digits, or an E.164 number' }),
+    senderId: Type.String({ minLength: 1, maxLength: 16, description: '1 to 11 ASCII letters and digits, or an E.164 number: + and 7 to 15 digits, the first not 0' }),
     scheduledAt: Type.Optional(Type.String({ format: 'date-time', description: 'Hand over at this time (at most a year ahead); now when absent or past' })),
   },
   { examples: [{ recipients: ['+14155550100', '+233201234567'], content: 'Your code is 123456', senderId: 'Acme' }] },
@@ -27,7 +30,12 @@ export type SendSmsBody = Static<typeof SendSmsBody>
 
 export const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(
-    Type.String({ minLength: 1, maxLength: 255, description: 'Repeat a send safely: the same key and body within 24 h answers the first response again and charges nothing' }),
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description:
+        'Repeat a send safely: the same key and body within 24 h answers the first response again and charges nothing; the same key with another body is a 422, and while the first request is still running, a 409',
+    }),
   ),
 })
 
@@ -91,8 +99,8 @@ export type ListSmsQuery = Static<typeof ListSmsQuery>
 
 export const InboundBody = Type.Object(
   {
-    from: Type.String({ minLength: 1, maxLength: 32 }),
-    to: Type.String({ minLength: 1, maxLength: 32 }),
+    from: Type.String({ minLength: 1, maxLength: 32, description: 'The sender: a valid phone number in international format (+ or 00 and the country code)' }),
+    to: Type.String({ minLength: 1, maxLength: 32, description: 'The number the SMS was sent to; the caller\'s account receives it whatever it is' }),
     content: Type.String({ minLength: 1, maxLength: MAX_CONTENT_LENGTH }),
   },
   { examples: [{ from: '+14155550100', to: '+14155550199', content: 'STOP' }] },
