@@ -29,7 +29,7 @@ import { createAudience } from './modules/audience/index.js'
 import { createKeys } from './modules/keys/index.js'
 import { createMessaging, DEFAULT_BROADCAST_QUEUE } from './modules/messaging/index.js'
 import { createWebhooks, type Webhooks } from './modules/webhooks/index.js'
-import { createPush, type Push } from './modules/push/index.js'
+import { createPush, type BusyProbe, type Push } from './modules/push/index.js'
 import type { AppModule, PlatformDeps } from './platform/module.js'
 import { CombinedDemand } from './platform/outbox/demand.js'
 
@@ -59,6 +59,8 @@ export interface BuildOptions {
    * without NODE_EXTRA_CA_CERTS cannot add one later).
    */
   webhookCa?: string
+  /** Tests only: how busy PUSH_COALESCE_WRITES=auto finds the node (by default, its event loop's utilization). */
+  pushBusyProbe?: BusyProbe
 }
 
 /**
@@ -134,6 +136,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     corsOrigins: config.pushCorsOrigins,
     pingIntervalMs: config.pushPingIntervalMs,
     coalesceWrites: config.pushCoalesceWrites ?? 'auto',
+    ...(options.pushBusyProbe ? { busyProbe: options.pushBusyProbe } : {}),
     history: { historySize: config.pushHistorySize, historyTtlS: config.pushHistoryTtlS },
     nodeId: config.nodeId,
   })

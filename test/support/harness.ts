@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { pino, type Logger } from 'pino'
-import { buildApp } from '../../src/app.js'
+import { buildApp, type BuildOptions } from '../../src/app.js'
 import type { Clock } from '../../src/platform/clock.js'
 import type { Config, DatabaseConfig } from '../../src/platform/config.js'
 import { freshDatabase } from './store.js'
@@ -121,13 +121,19 @@ export interface StartOptions {
   clock?: Clock
   /** Silent unless given. */
   logger?: Logger
+  /** What PUSH_COALESCE_WRITES=auto reads as the node's load (by default its event loop's). */
+  pushBusyProbe?: BuildOptions['pushBusyProbe']
 }
 
 /** Builds the app as main.ts does and listens on 127.0.0.1, a random port. */
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
   const database = options.database ?? (await freshDatabase())
   const config = testConfig(database, options.config)
-  const app = await buildApp(config, { ...(options.clock ? { clock: options.clock } : {}), logger: options.logger ?? pino({ level: 'silent' }) })
+  const app = await buildApp(config, {
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.pushBusyProbe ? { pushBusyProbe: options.pushBusyProbe } : {}),
+    logger: options.logger ?? pino({ level: 'silent' }),
+  })
   const address = await app.listen({ host: '127.0.0.1', port: 0 })
   return new TestServer(app, address, config)
 }

@@ -6,7 +6,7 @@ import type { Metrics } from '../../platform/metrics/registry.js'
 import type { PushBroker } from './broker.js'
 import { RedisPushBroker } from './redis-broker.js'
 import { StorePushBroker } from './store-broker.js'
-import { WriteCoalescing, type CoalesceMode } from './coalescing.js'
+import { WriteCoalescing, type BusyProbe, type CoalesceMode } from './coalescing.js'
 import { Hub } from './hub.js'
 import { PushMetrics } from './metrics.js'
 import { pushRoutes } from './routes.js'
@@ -20,6 +20,8 @@ export interface PushOptions {
   pingIntervalMs: number
   /** PUSH_COALESCE_WRITES. */
   coalesceWrites: CoalesceMode
+  /** Tests only: where `auto` reads how busy the node is (by default its event loop's utilization). */
+  busyProbe?: BusyProbe
 }
 
 export interface PushModuleOptions extends PushOptions {
@@ -61,7 +63,7 @@ export class Push implements AppModule {
     this.hub = new Hub(broker, clock, logger, {
       pingIntervalMs: options.pingIntervalMs,
       metrics: this.metrics,
-      coalescing: new WriteCoalescing(options.coalesceWrites),
+      coalescing: new WriteCoalescing(options.coalesceWrites, options.busyProbe),
     })
   }
 
