@@ -309,7 +309,9 @@ describe('POST /v1/sms/inbound with CARRIER=smpp', () => {
       const account = await signUp(smppServer)
       const key = await createKey(smppServer, account)
       const response = await smppServer.post('/v1/sms/inbound', { token: key, body: { from: '+16285551999', to: INBOUND_NUMBER, content: 'STOP' } })
-      expectProblem(response, 404)
+      // Without the route the path is only GET /v1/sms/{id}'s (with the id "inbound"): POST is not allowed on it.
+      expectProblem(response, 405)
+      expect(response.headers.get('allow')).toBe('GET, HEAD')
       expect((await smppServer.get('/v1/contacts', { token: key })).body.totalCount).toBe(0)
       expect((await smppServer.get('/v1/sms', { token: key })).body.totalCount).toBe(0)
     } finally {
