@@ -5,6 +5,7 @@ import { useApi } from '../session'
 import { useLoad } from '../use-load'
 import { BroadcastBuilder } from './broadcasts/broadcast-builder'
 import { BroadcastTable } from './broadcasts/broadcast-table'
+import { LoadState } from '../components/load-state'
 
 const POLL_MS = 2000
 const PAGE_SIZE = 10
@@ -47,16 +48,16 @@ export function BroadcastsPage() {
       <section aria-labelledby="broadcasts-heading" className="card stack">
         <h2 id="broadcasts-heading">Broadcasts</h2>
         <ProblemAlert error={broadcasts.error} context="Could not load the broadcasts" />
-        {broadcasts.data ? (
-          <BroadcastTable
-            broadcasts={broadcasts.data.items}
-            pager={{ page: broadcasts.data, onPage: setPageNumber, label: 'Broadcast pages' }}
-            audienceName={audienceName}
-            onChanged={() => setVersion((n) => n + 1)}
-          />
-        ) : broadcasts.isLoading ? (
-          <p role="status">Loading broadcasts…</p>
-        ) : null}
+        <LoadState load={broadcasts} label="Loading broadcasts…">
+          {(data) => (
+            <BroadcastTable
+              broadcasts={data.items}
+              pager={{ page: data, onPage: setPageNumber, label: 'Broadcast pages' }}
+              audienceName={audienceName}
+              onChanged={() => setVersion((n) => n + 1)}
+            />
+          )}
+        </LoadState>
       </section>
     </div>
   )

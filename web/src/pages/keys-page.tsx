@@ -10,6 +10,7 @@ import { useConfirmation } from '../use-confirmation'
 import { useLoad } from '../use-load'
 import { CreateKeyForm } from './keys/create-key-form'
 import { NewKeyPanel } from './keys/new-key-panel'
+import { LoadState } from '../components/load-state'
 
 const PAGE_SIZE = 20
 
@@ -62,18 +63,18 @@ export function KeysPage() {
         <SuccessNotice text={notice} />
         <ProblemAlert error={revokeError} context="Could not revoke the key" />
         <ProblemAlert error={keys.error} context="Could not load the keys" />
-        {keys.data ? (
-          <DataTable
-            caption="Active API keys, newest first"
-            columns={columns}
-            rows={keys.data.items}
-            rowKey={(key) => key.id}
-            empty="No active keys. Create one above to call the API from your code."
-            pager={{ page: keys.data, onPage: setPageNumber, label: 'Key pages' }}
-          />
-        ) : keys.isLoading ? (
-          <p role="status">Loading keys…</p>
-        ) : null}
+        <LoadState load={keys} label="Loading keys…">
+          {(data) => (
+            <DataTable
+              caption="Active API keys, newest first"
+              columns={columns}
+              rows={data.items}
+              rowKey={(key) => key.id}
+              empty="No active keys. Create one above to call the API from your code."
+              pager={{ page: data, onPage: setPageNumber, label: 'Key pages' }}
+            />
+          )}
+        </LoadState>
       </section>
 
       {revoking ? (

@@ -7,6 +7,7 @@ import { Link } from '../router'
 import { useApi } from '../session'
 import { useLoad } from '../use-load'
 import { AccountSummary } from './overview/account-summary'
+import { LoadState } from '../components/load-state'
 
 const POLL_MS = 3000
 
@@ -29,11 +30,11 @@ export function OverviewPage() {
       <section aria-labelledby="balance-heading" className="card">
         <h2 id="balance-heading">Credits</h2>
         <ProblemAlert error={account.error} context="Could not load the account" />
-        {account.data ? (
-          <AccountSummary account={account.data} onChanged={account.reload} />
-        ) : account.isLoading ? (
-          <p role="status">Loading the account…</p>
-        ) : null}
+        <LoadState load={account} label="Loading the account…">
+          {(data) => (
+            <AccountSummary account={data} onChanged={account.reload} />
+          )}
+        </LoadState>
       </section>
 
       <section aria-labelledby="recent-heading" className="card">
@@ -42,17 +43,17 @@ export function OverviewPage() {
           <Link to={PATHS.sms}>Send an SMS or see all messages</Link>
         </div>
         <ProblemAlert error={messages.error} context="Could not load messages" />
-        {messages.data ? (
-          messages.data.items.length === 0 ? (
-            <p className="empty">
-              No messages yet. <Link to={PATHS.sms}>Send your first SMS</Link>.
-            </p>
-          ) : (
-            <MessageSummaryTable messages={messages.data.items} caption="The five most recent messages" />
-          )
-        ) : messages.isLoading ? (
-          <p role="status">Loading messages…</p>
-        ) : null}
+        <LoadState load={messages} label="Loading messages…">
+          {(data) => (
+            data.items.length === 0 ? (
+              <p className="empty">
+                No messages yet. <Link to={PATHS.sms}>Send your first SMS</Link>.
+              </p>
+            ) : (
+              <MessageSummaryTable messages={data.items} caption="The five most recent messages" />
+            )
+          )}
+        </LoadState>
       </section>
     </div>
   )

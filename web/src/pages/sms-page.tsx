@@ -7,6 +7,7 @@ import { useApi } from '../session'
 import { useLoad } from '../use-load'
 import { MessageRow } from './sms/message-row'
 import { SendForm } from './sms/send-form'
+import { LoadState } from '../components/load-state'
 
 const POLL_MS = 2000
 const PAGE_SIZE = 20
@@ -60,23 +61,23 @@ export function SmsPage() {
           </div>
         </div>
         <ProblemAlert error={log.error} context="Could not load the message log" />
-        {log.data ? (
-          log.data.items.length === 0 ? (
-            <p className="empty">{status ? `No messages with a ${status} recipient.` : 'No messages yet. Send one above.'}</p>
-          ) : (
-            // A list rather than a table: each message opens onto its own table of recipients.
-            <>
-              <ul className="message-list" aria-label="Messages, newest first">
-                {log.data.items.map((message) => (
-                  <MessageRow key={message.messageId} message={message} />
-                ))}
-              </ul>
-              <Pager page={log.data} onPage={setPageNumber} label="Message log pages" />
-            </>
-          )
-        ) : log.isLoading ? (
-          <p role="status">Loading messages…</p>
-        ) : null}
+        <LoadState load={log} label="Loading messages…">
+          {(data) => (
+            data.items.length === 0 ? (
+              <p className="empty">{status ? `No messages with a ${status} recipient.` : 'No messages yet. Send one above.'}</p>
+            ) : (
+              // A list rather than a table: each message opens onto its own table of recipients.
+              <>
+                <ul className="message-list" aria-label="Messages, newest first">
+                  {data.items.map((message) => (
+                    <MessageRow key={message.messageId} message={message} />
+                  ))}
+                </ul>
+                <Pager page={data} onPage={setPageNumber} label="Message log pages" />
+              </>
+            )
+          )}
+        </LoadState>
       </section>
     </div>
   )

@@ -11,6 +11,7 @@ import { useLoad } from '../use-load'
 import { useSubmit } from '../use-submit'
 import { CreateWebhookForm } from './webhooks/create-webhook-form'
 import { WebhookDetails } from './webhooks/webhook-details'
+import { LoadState } from '../components/load-state'
 
 const PAGE_SIZE = 10
 
@@ -80,18 +81,18 @@ export function WebhooksPage() {
         <SuccessNotice text={notice} />
         <ProblemAlert error={toggling.error} context="That did not work" />
         <ProblemAlert error={webhooks.error} context="Could not load the webhooks" />
-        {webhooks.data ? (
-          <DataTable
-            caption="Webhooks, newest first"
-            columns={columns}
-            rows={webhooks.data.items}
-            rowKey={(webhook) => webhook.id}
-            empty="No webhooks yet. Create one above to hear about events as they happen."
-            pager={{ page: webhooks.data, onPage: setPageNumber, label: 'Webhook pages' }}
-          />
-        ) : webhooks.isLoading ? (
-          <p role="status">Loading webhooks…</p>
-        ) : null}
+        <LoadState load={webhooks} label="Loading webhooks…">
+          {(data) => (
+            <DataTable
+              caption="Webhooks, newest first"
+              columns={columns}
+              rows={data.items}
+              rowKey={(webhook) => webhook.id}
+              empty="No webhooks yet. Create one above to hear about events as they happen."
+              pager={{ page: data, onPage: setPageNumber, label: 'Webhook pages' }}
+            />
+          )}
+        </LoadState>
       </section>
 
       {selected ? <WebhookDetails key={selected.id} webhook={selected} onClose={() => setSelectedId(null)} /> : null}

@@ -9,6 +9,7 @@ import { measureSms } from '../../sms-length'
 import { useConfirmation } from '../../use-confirmation'
 import { AudienceFieldset } from './audience-fieldset'
 import { useRecipientCount, type TargetKind } from './use-recipient-count'
+import { SenderIdField } from '../../components/sender-id-field'
 
 interface NewBroadcast {
   name: string
@@ -78,17 +79,7 @@ export function BroadcastBuilder({ lists, segments, onChanged }: BuilderProps) {
       ) : null}
       <div className="inline-form">
         <TextField label="Broadcast name" name="name" required maxLength={200} placeholder="Black Friday" value={name} onChange={(e) => setName(e.target.value)} error={error} />
-        <TextField
-          label="Sender ID"
-          name="senderId"
-          required
-          maxLength={16}
-          placeholder="Acme"
-          hint="1–11 letters and digits, or a phone number in E.164."
-          value={senderId}
-          onChange={(e) => setSenderId(e.target.value)}
-          error={error}
-        />
+        <SenderIdField value={senderId} onChange={setSenderId} error={error} />
       </div>
       <TextAreaField
         label="Message"

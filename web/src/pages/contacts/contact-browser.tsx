@@ -6,6 +6,7 @@ import { plural } from '../../format'
 import { useApi } from '../../session'
 import { useLoad } from '../../use-load'
 import { useSettled } from '../../use-settled'
+import { LoadState } from '../../components/load-state'
 
 export const CONTACTS_PAGE_SIZE = 20
 const SEARCH_SETTLE_MS = 300
@@ -38,23 +39,23 @@ export function ContactBrowser({ version }: { version: number }) {
         </div>
       </div>
       <ProblemAlert error={contacts.error} context="Could not load the contacts" />
-      {contacts.data ? (
-        <>
-          {contacts.data.items.length > 0 ? (
-            <p className="muted small" role="status">
-              {term ? `${plural(contacts.data.totalCount, 'contact')} match "${term}".` : `${plural(contacts.data.totalCount, 'contact')} in all.`}
-            </p>
-          ) : null}
-          <ContactTable
-            contacts={contacts.data.items}
-            caption="Contacts, newest first"
-            empty={term ? `No contact matches "${term}".` : 'No contacts yet. Add some above.'}
-            pager={{ page: contacts.data, onPage: setPageNumber, label: 'Contact pages' }}
-          />
-        </>
-      ) : contacts.isLoading ? (
-        <p role="status">Loading contacts…</p>
-      ) : null}
+      <LoadState load={contacts} label="Loading contacts…">
+        {(data) => (
+          <>
+            {data.items.length > 0 ? (
+              <p className="muted small" role="status">
+                {term ? `${plural(data.totalCount, 'contact')} match "${term}".` : `${plural(data.totalCount, 'contact')} in all.`}
+              </p>
+            ) : null}
+            <ContactTable
+              contacts={data.items}
+              caption="Contacts, newest first"
+              empty={term ? `No contact matches "${term}".` : 'No contacts yet. Add some above.'}
+              pager={{ page: data, onPage: setPageNumber, label: 'Contact pages' }}
+            />
+          </>
+        )}
+      </LoadState>
     </section>
   )
 }

@@ -9,6 +9,7 @@ import { useApi } from '../../session'
 import { useLoad } from '../../use-load'
 import { handleSubmit, useSubmit } from '../../use-submit'
 import { CONTACTS_PAGE_SIZE } from './contact-browser'
+import { LoadState } from '../../components/load-state'
 
 interface ListMembersProps {
   list: ContactList
@@ -75,17 +76,17 @@ export function ListMembers({ list, version, onChanged, onClose }: ListMembersPr
       <SuccessNotice text={notice} />
       <ProblemAlert error={removing.error} context="Could not remove the member" />
       <ProblemAlert error={members.error} context="Could not load the members" />
-      {members.data ? (
-        <ContactTable
-          contacts={members.data.items}
-          caption={`Members of ${list.name}`}
-          empty="This list has no members yet."
-          pager={{ page: members.data, onPage: setPageNumber, label: 'Member pages' }}
-          onRemove={(contact) => void removing.submit(contact)}
-        />
-      ) : members.isLoading ? (
-        <p role="status">Loading members…</p>
-      ) : null}
+      <LoadState load={members} label="Loading members…">
+        {(data) => (
+          <ContactTable
+            contacts={data.items}
+            caption={`Members of ${list.name}`}
+            empty="This list has no members yet."
+            pager={{ page: data, onPage: setPageNumber, label: 'Member pages' }}
+            onRemove={(contact) => void removing.submit(contact)}
+          />
+        )}
+      </LoadState>
     </section>
   )
 }

@@ -9,6 +9,7 @@ import { useApi } from '../../session'
 import { useConfirmation } from '../../use-confirmation'
 import { useLoad } from '../../use-load'
 import { CreateListForm } from './create-list-form'
+import { LoadState } from '../../components/load-state'
 
 const LISTS_PAGE_SIZE = 10
 
@@ -67,18 +68,18 @@ export function ListsSection({ version, managingId, onChanged, onManage, onDelet
       <SuccessNotice text={notice} />
       <ProblemAlert error={deleteError} context="Could not delete the list" />
       <ProblemAlert error={lists.error} context="Could not load the lists" />
-      {lists.data ? (
-        <DataTable
-          caption="Contact lists"
-          columns={columns}
-          rows={lists.data.items}
-          rowKey={(list) => list.id}
-          empty="No lists yet. Create one to group contacts for a broadcast."
-          pager={{ page: lists.data, onPage: setPageNumber, label: 'List pages' }}
-        />
-      ) : lists.isLoading ? (
-        <p role="status">Loading lists…</p>
-      ) : null}
+      <LoadState load={lists} label="Loading lists…">
+        {(data) => (
+          <DataTable
+            caption="Contact lists"
+            columns={columns}
+            rows={data.items}
+            rowKey={(list) => list.id}
+            empty="No lists yet. Create one to group contacts for a broadcast."
+            pager={{ page: data, onPage: setPageNumber, label: 'List pages' }}
+          />
+        )}
+      </LoadState>
 
       {deleting ? (
         <ConfirmDialog title="Delete this list?" confirmLabel="Delete list" isBusy={removal.isBusy} onConfirm={removal.confirm} onCancel={removal.cancel}>

@@ -9,6 +9,7 @@ import { useConfirmation } from '../../use-confirmation'
 import { useLoad } from '../../use-load'
 import { useSubmit } from '../../use-submit'
 import { draftOf, type Draft } from './draft'
+import { LoadState } from '../../components/load-state'
 
 const PAGE_SIZE = 20
 /** The list's counts may come from a cache refreshed in the background: load again after this. */
@@ -70,18 +71,18 @@ export function SegmentList({ version, editingId, onEdit, onDeleted }: SegmentLi
       <h2 id="segments-heading">Segments</h2>
       <ProblemAlert error={opening.error} context="Could not change the segment" />
       <ProblemAlert error={segments.error} context="Could not load the segments" />
-      {segments.data ? (
-        <DataTable
-          caption="Segments, newest first"
-          columns={columns}
-          rows={segments.data.items}
-          rowKey={(segment) => segment.id}
-          empty="No segments yet. Build one above."
-          pager={{ page: segments.data, onPage: setPageNumber, label: 'Segment pages' }}
-        />
-      ) : segments.isLoading ? (
-        <p role="status">Loading segments…</p>
-      ) : null}
+      <LoadState load={segments} label="Loading segments…">
+        {(data) => (
+          <DataTable
+            caption="Segments, newest first"
+            columns={columns}
+            rows={data.items}
+            rowKey={(segment) => segment.id}
+            empty="No segments yet. Build one above."
+            pager={{ page: data, onPage: setPageNumber, label: 'Segment pages' }}
+          />
+        )}
+      </LoadState>
 
       {deleting ? (
         <ConfirmDialog title="Delete this segment?" confirmLabel="Delete segment" isBusy={removal.isBusy} onConfirm={removal.confirm} onCancel={removal.cancel}>

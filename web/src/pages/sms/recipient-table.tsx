@@ -4,6 +4,7 @@ import { ProblemAlert } from '../../components/problem-alert'
 import { formatTime } from '../../format'
 import { useApi } from '../../session'
 import { useLoad } from '../../use-load'
+import { LoadState } from '../../components/load-state'
 
 const COLUMNS: Column<SmsRecipient>[] = [
   { header: 'Recipient', className: 'mono', cell: (recipient) => recipient.phoneNumber },
@@ -22,11 +23,11 @@ export function RecipientTable({ id, message }: { id: string; message: SmsListIt
   return (
     <div id={id} className="recipients">
       <ProblemAlert error={details.error} context="Could not load the recipients" />
-      {details.data ? (
-        <DataTable caption="Recipients of this message" columns={COLUMNS} rows={details.data.recipients} rowKey={(recipient) => recipient.phoneNumber} />
-      ) : details.isLoading ? (
-        <p role="status">Loading recipients…</p>
-      ) : null}
+      <LoadState load={details} label="Loading recipients…">
+        {(data) => (
+          <DataTable caption="Recipients of this message" columns={COLUMNS} rows={data.recipients} rowKey={(recipient) => recipient.phoneNumber} />
+        )}
+      </LoadState>
     </div>
   )
 }

@@ -6,6 +6,7 @@ import { plural } from '../../format'
 import { useApi } from '../../session'
 import { measureSms, splitRecipients } from '../../sms-length'
 import { handleSubmit, useSubmit } from '../../use-submit'
+import { SenderIdField } from '../../components/sender-id-field'
 
 export function SendForm({ onSent }: { onSent(): void }) {
   const api = useApi()
@@ -50,17 +51,7 @@ export function SendForm({ onSent }: { onSent(): void }) {
         onChange={(e) => setRecipients(e.target.value)}
         error={error}
       />
-      <TextField
-        label="Sender ID"
-        name="senderId"
-        required
-        maxLength={16}
-        placeholder="Acme"
-        hint="1–11 letters and digits, or a phone number in E.164."
-        value={senderId}
-        onChange={(e) => setSenderId(e.target.value)}
-        error={error}
-      />
+      <SenderIdField value={senderId} onChange={setSenderId} error={error} />
       <TextAreaField
         label="Message"
         name="content"

@@ -7,6 +7,7 @@ import { useSubmit } from '../../use-submit'
 import { DeliveryLogTable } from './delivery-log-table'
 import { SigningSecret } from './signing-secret'
 import { TestSend } from './test-send'
+import { LoadState } from '../../components/load-state'
 
 const LOG_POLL_MS = 2000
 const LOG_LIMIT = 50
@@ -51,16 +52,16 @@ export function WebhookDetails({ webhook, onClose }: { webhook: Webhook; onClose
         <p className="hint">Newest first, the latest {LOG_LIMIT} attempts; refreshes every few seconds.</p>
         <ProblemAlert error={retrying.error} context="Could not retry the delivery" />
         <ProblemAlert error={logs.error} context="Could not load the delivery log" />
-        {logs.data ? (
-          <DeliveryLogTable
-            entries={logs.data}
-            eventType={webhook.eventType}
-            retryingId={retrying.busyWith?.id ?? null}
-            onRetry={(entry) => void retrying.submit(entry)}
-          />
-        ) : logs.isLoading ? (
-          <p role="status">Loading the delivery log…</p>
-        ) : null}
+        <LoadState load={logs} label="Loading the delivery log…">
+          {(data) => (
+            <DeliveryLogTable
+              entries={data}
+              eventType={webhook.eventType}
+              retryingId={retrying.busyWith?.id ?? null}
+              onRetry={(entry) => void retrying.submit(entry)}
+            />
+          )}
+        </LoadState>
       </div>
     </section>
   )
