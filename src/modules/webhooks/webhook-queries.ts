@@ -62,15 +62,6 @@ export function activeEventTypes(db: Handle, accountId: string) {
   return db.selectFrom('webhooks').select('event_type').distinct().where('account_id', '=', accountId).where('is_active', '=', 1)
 }
 
-/**
- * Whether an active webhook of the account takes this event type, asked inside the
- * caller's transaction: for producers that write an event only when something reads it
- * and have no WebhookDemand at hand (the CSV import's writer thread).
- */
-export async function hasActiveWebhook(db: Handle, accountId: string, eventType: string): Promise<boolean> {
-  return (await activeEventTypes(db, accountId).execute()).some((row) => row.event_type === eventType)
-}
-
 /** Active webhooks of these accounts, for the fan-out of a batch of events. */
 export function activeWebhooksOf(db: Handle, accountIds: string[]) {
   return db.selectFrom('webhooks').select(['id', 'account_id', 'event_type', 'active_since']).where('account_id', 'in', accountIds).where('is_active', '=', 1).execute()
