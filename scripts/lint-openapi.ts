@@ -1,9 +1,7 @@
 /**
- * Lints the OpenAPI document the server serves: builds the app in-process on a
- * throwaway SQLite store, with an admin token and the simulator carrier so that every
- * operation is in it (the admin top-up, the simulated inbound SMS), writes
- * GET /v1/openapi.json to a temporary file and runs `redocly lint` on it with the
- * repository's redocly.yaml (the recommended ruleset).
+ * Lints the OpenAPI document the server serves (scripts/openapi-document.ts builds it
+ * with every operation in it): writes it to a temporary file and runs `redocly lint` on
+ * it with the repository's redocly.yaml (the recommended ruleset).
  *
  *   npm run lint:openapi            prints every problem; exits 1 on any error or warning
  *
@@ -15,37 +13,14 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { pino } from 'pino'
-import { buildApp } from '../src/app.js'
-import { loadConfig } from '../src/platform/config.js'
+import { liveOpenApiDocument } from './openapi-document.js'
+
+// test/platform/openapi-lint.test.ts takes the document from here, beside the lint.
+export { liveOpenApiDocument }
 
 const REPOSITORY = fileURLToPath(new URL('..', import.meta.url))
 const REDOCLY_CONFIG = join(REPOSITORY, 'redocly.yaml')
 const REDOCLY_CLI = createRequire(import.meta.url).resolve('@redocly/cli/bin/cli.js')
-
-/** The document GET /v1/openapi.json answers, with every optional operation switched on. */
-export async function liveOpenApiDocument(): Promise<Record<string, unknown>> {
-  const dir = mkdtempSync(join(tmpdir(), 'mp-openapi-'))
-  try {
-    const config = loadConfig({
-      DATABASE_URL: `sqlite:${join(dir, 'openapi.db')}`,
-      JWT_SECRET: 'openapi-lint-secret-0123456789abcdefghijklmnop',
-      ADMIN_TOKEN: 'openapi-lint-admin-token',
-      CARRIER: 'simulator',
-      LOG_LEVEL: 'silent',
-    })
-    const app = await buildApp(config, { logger: pino({ level: 'silent' }) })
-    try {
-      const response = await app.inject({ method: 'GET', url: '/v1/openapi.json' })
-      if (response.statusCode !== 200) throw new Error(`GET /v1/openapi.json answered ${response.statusCode}`)
-      return response.json()
-    } finally {
-      await app.close()
-    }
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
-}
 
 export interface LintProblem {
   ruleId: string

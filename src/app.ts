@@ -59,6 +59,8 @@ export interface BuildOptions {
    * without NODE_EXTRA_CA_CERTS cannot add one later).
    */
   webhookCa?: string
+  /** Tests only: a CA that HTTP carrier connections (twilio) trust besides Node's own. */
+  carrierCa?: string
   /** Tests only: how busy PUSH_COALESCE_WRITES=auto finds the node (by default, its event loop's utilization). */
   pushBusyProbe?: BusyProbe
 }
@@ -125,6 +127,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     simulatorDeliveryDelayMs: config.simulatorDeliveryDelayMs,
     ...(config.smppUrl ? { smpp: { url: config.smppUrl, window: config.smppWindow, maxPerSecond: config.smppMaxPerSecond } } : {}),
     receiptTimeoutHours: config.receiptTimeoutHours,
+    adminEnabled: config.adminToken !== undefined,
+    publicUrl: config.publicUrl,
+    carrierDownAfterMs: config.carrierDownAfterMs,
+    carrierGiveUpAfterMs: config.carrierGiveUpAfterMs,
+    ...(options.carrierCa ? { carrierCa: options.carrierCa } : {}),
     dispatchBatchSize: config.dispatchBatchSize,
     dispatchConcurrency: config.dispatchConcurrency ?? (config.database.kind === 'postgres' ? 4 : 2),
     // On SQLite a chunk's transaction holds the one write lock, and a request that writes

@@ -8,6 +8,7 @@ const MODULES = join(SRC, 'modules')
 const PLATFORM = join(SRC, 'platform')
 const WEB = fileURLToPath(new URL('../web', import.meta.url))
 const BENCH = fileURLToPath(new URL('../bench', import.meta.url))
+const CLIENT = fileURLToPath(new URL('../clients/typescript', import.meta.url))
 const TEST_SUPPORT = fileURLToPath(new URL('./support', import.meta.url))
 
 /**
@@ -99,13 +100,24 @@ describe('architecture', () => {
     expect(violations).toEqual([])
   })
 
-  it('keeps the dashboard to itself: it talks to the server over HTTP only', () => {
+  it('keeps the dashboard to itself: it talks to the server over HTTP only, through the generated client', () => {
     const files = sourceFiles(join(WEB, 'src'))
     expect(files.length).toBeGreaterThan(10)
     const violations = files.flatMap((file) =>
       relativeImports(file)
-        .filter((target) => relative(WEB, target).startsWith('..'))
+        .filter((target) => relative(WEB, target).startsWith('..') && relative(CLIENT, target).startsWith('..'))
         .map((target) => `${relative(WEB, file)} imports ${relative(WEB, target)}`),
+    )
+    expect(violations).toEqual([])
+  })
+
+  it('keeps the TypeScript client to HTTP: it imports nothing of the server', () => {
+    const files = sourceFiles(CLIENT)
+    expect(files.length).toBeGreaterThan(1)
+    const violations = files.flatMap((file) =>
+      relativeImports(file)
+        .filter((target) => relative(CLIENT, target).startsWith('..'))
+        .map((target) => `clients/typescript/${relative(CLIENT, file)} imports ${relative(CLIENT, target)}`),
     )
     expect(violations).toEqual([])
   })

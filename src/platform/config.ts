@@ -49,6 +49,12 @@ export interface Config {
   /** Submits awaiting their answer at once. */
   smppWindow: number
   smppMaxPerSecond: number
+  /** An SMPP connection not bound this long is down: its routes skip it. */
+  carrierDownAfterMs: number
+  /** A recipient no carrier of its route takes fails this long after it was paid for. */
+  carrierGiveUpAfterMs: number
+  /** The platform's public address (https://sms.example.com), where carriers call back; no trailing slash. */
+  publicUrl: string | undefined
   /** A sent recipient with no receipt after this many hours is settled as sent without a receipt. */
   receiptTimeoutHours: number
   /** Recipients the dispatcher claims and records at once. */
@@ -156,6 +162,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smppUrl: read.optional('SMPP_URL'),
     smppWindow: read.integer('SMPP_WINDOW', 10, 1, 1000),
     smppMaxPerSecond: read.integer('SMPP_MAX_PER_SECOND', 100, 1, 100_000),
+    carrierDownAfterMs: read.integer('CARRIER_DOWN_AFTER_MS', 10_000, 100, 3_600_000),
+    carrierGiveUpAfterMs: read.integer('CARRIER_GIVE_UP_AFTER_MS', 86_400_000, 1_000, 30 * 86_400_000),
+    publicUrl: read.optional('PUBLIC_URL')?.replace(/\/+$/, ''),
     receiptTimeoutHours: read.integer('RECEIPT_TIMEOUT_HOURS', 72, 1, 8_760),
     dispatchBatchSize: read.integer('DISPATCH_BATCH_SIZE', 500, 1, 5000),
     dispatchConcurrency: read.optional('DISPATCH_CONCURRENCY') === undefined ? undefined : read.integer('DISPATCH_CONCURRENCY', 1, 1, 32),
@@ -174,6 +183,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
   if (config.carrier === 'smpp' && (config.smppUrl === undefined || !/^smpp:\/\/[^:@/]+:[^@/]*@[^:/]+(:\d+)?\/?$/.test(config.smppUrl))) {
     problems.push('CARRIER=smpp needs SMPP_URL=smpp://system_id:password@host:port')
+  }
+  if (config.publicUrl !== undefined && !/^https?:\/\/[^/\s?#]+(\/[^\s?#]*)?$/.test(config.publicUrl)) {
+    problems.push('PUBLIC_URL must be an http(s) address without query or fragment, e.g. https://sms.example.com')
   }
   if (config.metricsToken !== undefined && config.metricsToken.length < 16) problems.push('METRICS_TOKEN must be at least 16 characters')
   if (problems.length > 0) throw new ConfigError(problems)

@@ -3,6 +3,7 @@ import { pino, type Logger } from 'pino'
 import { buildApp, type BuildOptions } from '../../src/app.js'
 import type { Clock } from '../../src/platform/clock.js'
 import type { Config, DatabaseConfig } from '../../src/platform/config.js'
+import { ResponseChecker } from './openapi-contract.js'
 import { freshDatabase } from './store.js'
 
 export const TEST_JWT_SECRET = 'test-secret-0123456789abcdefghijklmnopqrstuvwxyz'
@@ -39,6 +40,9 @@ export function testConfig(database: DatabaseConfig, overrides: Partial<Config> 
     smppUrl: undefined,
     smppWindow: 10,
     smppMaxPerSecond: 1000,
+    carrierDownAfterMs: 10_000,
+    carrierGiveUpAfterMs: 86_400_000,
+    publicUrl: undefined,
     receiptTimeoutHours: 72,
     dispatchBatchSize: 500,
     dispatchConcurrency: undefined,
@@ -71,11 +75,20 @@ export interface RequestOptions {
   headers?: Record<string, string>
 }
 
-/** A client for a server listening at `url`, speaking JSON. */
+/**
+ * A client for a server listening at `url`, speaking JSON. Every response it receives is
+ * checked against the OpenAPI document that server serves (openapi-contract.ts): a
+ * response the document does not describe fails the request.
+ */
 export class ApiClient {
-  constructor(readonly url: string) {}
+  private readonly contract: ResponseChecker
+
+  constructor(readonly url: string) {
+    this.contract = new ResponseChecker(url)
+  }
 
   async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> {
+    await this.contract.prepare()
     const headers: Record<string, string> = { ...options.headers }
     if (options.token) headers.authorization = `Bearer ${options.token}`
     let body: string | Buffer | undefined
@@ -89,6 +102,7 @@ export class ApiClient {
     const response = await fetch(this.url + path, { method, headers, body })
     const text = await response.text()
     const type = response.headers.get('content-type') ?? ''
+    await this.contract.check({ method, path, status: response.status, headers: response.headers, text })
     const parsed = type.includes('json') && text !== '' ? JSON.parse(text) : text
     return { status: response.status, headers: response.headers, body: parsed as T, text }
   }
@@ -123,6 +137,8 @@ export interface StartOptions {
   logger?: Logger
   /** What PUSH_COALESCE_WRITES=auto reads as the node's load (by default its event loop's). */
   pushBusyProbe?: BuildOptions['pushBusyProbe']
+  /** A CA that HTTP carrier connections (twilio) trust besides Node's own (BuildOptions.carrierCa). */
+  carrierCa?: string
 }
 
 /** Builds the app as main.ts does and listens on 127.0.0.1, a random port. */
@@ -132,6 +148,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
   const app = await buildApp(config, {
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.pushBusyProbe ? { pushBusyProbe: options.pushBusyProbe } : {}),
+    ...(options.carrierCa ? { carrierCa: options.carrierCa } : {}),
     logger: options.logger ?? pino({ level: 'silent' }),
   })
   const address = await app.listen({ host: '127.0.0.1', port: 0 })

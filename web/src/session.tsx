@@ -1,5 +1,5 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react'
-import { ApiError, request, type RequestOptions } from './api'
+import { createApiClient, type ApiClient } from './api'
 
 export interface Session {
   token: string
@@ -54,21 +54,19 @@ export function useSession(): SessionState {
   return state
 }
 
-export type ApiCall = <T>(method: string, path: string, options?: Omit<RequestOptions, 'token'>) => Promise<T>
-
-/** request() with the session's token; a 401 (expired or revoked session) signs out. */
-export function useApi(): ApiCall {
+/** The API client with the session's token; a 401 (expired or revoked session) signs out. */
+export function useApi(): ApiClient {
   const { session, signOut } = useSession()
   const token = session?.token
-  return useCallback<ApiCall>(
-    async (method, path, options = {}) => {
-      try {
-        return await request(method, path, { ...options, token })
-      } catch (err) {
-        if (err instanceof ApiError && err.status === 401 && token) signOut('expired')
-        throw err
-      }
-    },
-    [token, signOut],
-  )
+  return useMemo(() => {
+    const client = createApiClient(token)
+    if (token) {
+      client.use({
+        onResponse({ response }) {
+          if (response.status === 401) signOut('expired')
+        },
+      })
+    }
+    return client
+  }, [token, signOut])
 }

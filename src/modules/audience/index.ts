@@ -12,4 +12,4 @@ export { optedOutAmong, setOptedOut } from './opt-out.js'
  * countRecipients leaves opted-out ones out (what a broadcast sends to); countAudience
  * splits them (what a segment preview shows).
  */
-export { countAudience, countRecipients } from './segments/queries.js'
+export { countAudience, countRecipients, tallyRecipients } from './segments/queries.js'

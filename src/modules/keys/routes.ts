@@ -16,7 +16,10 @@ export const keysRoutes: FastifyPluginAsyncTypebox<{ deps: KeysDeps }> = async (
       description:
         'Creates an API key with a permission (Full by default; Sms; or Playground, whose sends go to the sandbox and cost nothing) and answers the raw key as a bare JSON string: it is shown only this once, and only its SHA-256 is kept. The body is optional. An account holds at most 200 active keys. Takes a dashboard session only.',
       body: CreateKeyBody,
-      response: { 201: RawKey, ...problemResponses({ 409: 'The account already holds 200 active keys; revoke one first' }) },
+      response: {
+        201: { ...RawKey, headers: { 'cache-control': { type: 'string', description: 'Always `no-store`: the key is shown only this once', required: true } } },
+        ...problemResponses({ 409: 'The account already holds 200 active keys; revoke one first' }),
+      },
     },
     config: { auth: AUTH.session },
     // Every field is optional, so no body at all means the defaults. A JSON null is a

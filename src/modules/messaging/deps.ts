@@ -4,6 +4,7 @@ import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import type { Leases } from '../../platform/lease.js'
 import type { MessagingMetrics } from './metrics.js'
+import type { PriceList } from './routing/pricing.js'
 
 export interface MessagingDeps {
   db: Kysely<DB>
@@ -18,4 +19,8 @@ export interface MessagingDeps {
   /** Writes the recipients of a broadcast this node has started and claimed. */
   queueBroadcast(broadcastId: string): void
   metrics: MessagingMetrics
+  /** Credits per segment to this number for this account: its route's price now. */
+  priceOf(accountId: string, phoneNumber: string): number
+  /** The account's prices by prefix now, as a broadcast keeps them when it is paid for. */
+  priceListOf(accountId: string): PriceList
 }

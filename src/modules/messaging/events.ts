@@ -7,8 +7,9 @@ export interface RecipientRef {
   phoneNumber: string
 }
 
-export function smsSent(r: RecipientRef, at: Date): DomainEvent {
-  return { type: 'SmsSent', accountId: r.accountId, occurredAt: at, data: { messageId: r.messageId, recipientPhone: r.phoneNumber, sentAt: at.toISOString() } }
+/** `carrier`: the connection that took it, by name. */
+export function smsSent(r: RecipientRef, at: Date, carrier: string): DomainEvent {
+  return { type: 'SmsSent', accountId: r.accountId, occurredAt: at, data: { messageId: r.messageId, recipientPhone: r.phoneNumber, sentAt: at.toISOString(), carrier } }
 }
 
 export function smsDelivered(r: RecipientRef, at: Date): DomainEvent {

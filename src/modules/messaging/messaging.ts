@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { Logger } from 'pino'
+import { Agent } from 'undici'
 import { BackgroundLoop } from '../../platform/background-loop.js'
 import type { AppModule, PlatformDeps } from '../../platform/module.js'
 import type { EventDemand } from '../../platform/outbox/demand.js'
@@ -9,6 +10,7 @@ import { BroadcastScheduler, DEFAULT_BROADCAST_SCHEDULER, type BroadcastSchedule
 import type { Carrier } from './carriers/carrier.js'
 import { SimulatorCarrier } from './carriers/simulator.js'
 import { SmppCarrier } from './carriers/smpp.js'
+import { TwilioCarrier } from './carriers/twilio.js'
 import type { MessagingDeps } from './deps.js'
 import { Dispatcher } from './dispatch/dispatcher.js'
 import { purgeExpired } from './sms/idempotency.js'
@@ -17,6 +19,12 @@ import { MessagingMetrics } from './metrics.js'
 import { ReceiptTimeouts } from './dispatch/receipt-timeouts.js'
 import { ReceiptRecorder } from './dispatch/receipts.js'
 import { smsRoutes } from './sms/routes.js'
+import { CarrierConnections } from './routing/connections.js'
+import type { StoredConnection } from './routing/queries.js'
+import { routingRoutes } from './routing/routes.js'
+import { carrierCallbackRoutes } from './routing/callbacks.js'
+import { priceListFor } from './routing/pricing.js'
+import { ENVIRONMENT_CONNECTION_NAME, type RoutingAdminDeps } from './routing/service.js'
 
 export interface MessagingOptions {
   carrier: 'simulator' | 'smpp'
@@ -29,7 +37,24 @@ export interface MessagingOptions {
   dispatchConcurrency: number
   scheduler?: BroadcastSchedulerOptions
   broadcastQueue?: BroadcastQueueOptions
+  /** Whether ADMIN_TOKEN is set: the carrier and route management routes exist only then. */
+  adminEnabled: boolean
+  /** PUBLIC_URL: where carriers call back (twilio connections need it). */
+  publicUrl: string | undefined
+  /** CARRIER_DOWN_AFTER_MS: an SMPP connection not bound this long is skipped by its routes. */
+  carrierDownAfterMs: number
+  /** CARRIER_GIVE_UP_AFTER_MS: a recipient no carrier takes fails this long after it was paid for. */
+  carrierGiveUpAfterMs: number
+  /** How often every node looks for carrier and route changes. */
+  carrierConfigPollMs?: number
+  /** Tests only: a CA HTTP carriers trust besides Node's own. */
+  carrierCa?: string
 }
+
+/** The id the environment's connection (`default`) shows: fixed, so it is the same on every node and every start. */
+export const ENVIRONMENT_CONNECTION_ID = '00000000-0000-7000-8000-000000000000'
+/** A recipient none of its route's carriers takes now is tried again this much later. */
+const UNTAKEN_RETRY_MS = 5_000
 
 /** What the messaging module is built from (the event demand: whether per-recipient events are read). */
 export type MessagingModuleDeps = Pick<PlatformDeps, 'store' | 'clock' | 'logger' | 'leases' | 'metrics' | 'demand'>
@@ -57,6 +82,12 @@ export class Messaging implements AppModule {
   private readonly background: MessagingDeps & { demand: EventDemand }
   private readonly live: Carrier
   private readonly sandbox: SimulatorCarrier
+  readonly connections: CarrierConnections
+  private readonly routingAdmin: RoutingAdminDeps
+  /** Tests only: the pool HTTP carriers share when they must trust a test CA. */
+  private agent: Agent | undefined
+  /** What buildCarrier makes a stored connection's carrier with. */
+  private readonly built: { clock: PlatformDeps['clock']; logger: Logger; options: MessagingOptions; metrics: MessagingMetrics }
   private readonly receipts: ReceiptRecorder
   private readonly receiptTimeouts: ReceiptTimeouts
   private readonly dispatcher: Dispatcher
@@ -72,6 +103,7 @@ export class Messaging implements AppModule {
     const logger = appLogger.child({ component: 'messaging' })
     this.logger = logger
     const messagingMetrics = new MessagingMetrics(metrics)
+    this.built = { clock, logger, options, metrics: messagingMetrics }
     this.deps = {
       db: store.db,
       dialect: store.dialect,
@@ -82,6 +114,8 @@ export class Messaging implements AppModule {
       queued: () => this.dispatcher.wake(),
       queueBroadcast: (broadcastId) => this.broadcastQueue.queue(broadcastId),
       metrics: messagingMetrics,
+      priceOf: (accountId, phoneNumber) => this.connections.routes.choose(accountId, phoneNumber)?.price ?? 1,
+      priceListOf: (accountId) => priceListFor(this.connections.routes, accountId),
     }
     this.background = { ...this.deps, db: store.background }
     this.broadcastQueue = new BroadcastQueue(this.background, leases, logger.child({ component: 'broadcast-queue' }), options.broadcastQueue ?? DEFAULT_BROADCAST_QUEUE)
@@ -98,6 +132,32 @@ export class Messaging implements AppModule {
     } else {
       this.live = simulator('simulator')
     }
+    const startedAt = clock.now().toISOString()
+    const environment: StoredConnection = {
+      id: ENVIRONMENT_CONNECTION_ID,
+      name: ENVIRONMENT_CONNECTION_NAME,
+      type: options.carrier === 'smpp' && options.smpp ? 'smpp' : 'simulator',
+      enabled: true,
+      config: options.carrier === 'smpp' && options.smpp ? { ...options.smpp } : { deliveryDelayMs: options.simulatorDeliveryDelayMs },
+      createdAt: startedAt,
+      updatedAt: startedAt,
+    }
+    this.connections = new CarrierConnections(
+      store.background,
+      logger.child({ component: 'carrier-connections' }),
+      { connection: environment, carrier: this.live },
+      (connection) => this.buildCarrier(connection),
+      (carrier) => this.handlers(carrier),
+      { pollMs: options.carrierConfigPollMs ?? 1_000 },
+    )
+    this.routingAdmin = {
+      db: store.db,
+      clock,
+      publicUrl: options.publicUrl,
+      environment,
+      stateOf: (connection) => this.connections.stateOf(connection),
+      changed: () => this.connections.changed(),
+    }
     messagingMetrics.watchQueue(store.db, store.readLong, clock)
     this.receipts = new ReceiptRecorder(store.background, store.dialect, demand, clock, logger.child({ component: 'receipts' }), messagingMetrics, { batchDelayMs: 5 })
     this.receiptTimeouts = new ReceiptTimeouts(this.background, logger.child({ component: 'receipt-timeouts' }), {
@@ -109,11 +169,13 @@ export class Messaging implements AppModule {
     // the longest a single send waits for the broadcast batch ahead of it.
     const ratePerQuarterSecond = options.carrier === 'smpp' && options.smpp ? Math.floor(options.smpp.maxPerSecond / 4) : Infinity
     const batchSize = Math.min(options.dispatchBatchSize, Math.max(20, Math.min(this.live.window * 20, ratePerQuarterSecond)))
-    this.dispatcher = new Dispatcher(this.background, { live: this.live, sandbox: this.sandbox }, this.receipts, leases, logger.child({ component: 'dispatcher' }), {
+    this.dispatcher = new Dispatcher(this.background, { routing: this.connections, sandbox: this.sandbox }, this.receipts, leases, logger.child({ component: 'dispatcher' }), {
       batchSize,
       idlePollMs: 250,
       concurrency: options.dispatchConcurrency,
       wakeDelayMs: 2,
+      retryAfterMs: UNTAKEN_RETRY_MS,
+      giveUpAfterMs: options.carrierGiveUpAfterMs,
     })
     this.idempotencyPurge = new BackgroundLoop(() => purgeExpired(this.background.db, this.deps.clock.now()), {
       pacing: 'fixed-rate',
@@ -137,19 +199,20 @@ export class Messaging implements AppModule {
   readonly routes: FastifyPluginAsync = async (app) => {
     await app.register(smsRoutes, { deps: this.deps, simulatorActive: this.simulatorActive })
     await app.register(broadcastRoutes, { deps: this.deps })
+    if (this.options.adminEnabled) await app.register(routingRoutes, { deps: this.routingAdmin })
+    await app.register(carrierCallbackRoutes, {
+      publicUrl: this.options.publicUrl,
+      find: (connectionId) => {
+        const carrier = this.connections.runningById(connectionId)
+        return carrier instanceof TwilioCarrier ? carrier : undefined
+      },
+    })
   }
 
   /** Hands its leased work to the leases and starts everything; call before leases.start(). */
   async start(): Promise<void> {
-    const handlers = (carrier: Carrier) => ({
-      onReceipt: (receipt: Parameters<ReceiptRecorder['record']>[1]) => this.receipts.record(carrier, receipt),
-      onInbound: async (message: Parameters<typeof receiveInbound>[1]) => {
-        const { accountId } = await receiveInbound(this.background, message)
-        if (!accountId) this.logger.warn({ to: message.to }, 'inbound message to a number no account holds; dropped')
-      },
-    })
-    await this.live.start(handlers(this.live))
-    await this.sandbox.start(handlers(this.sandbox))
+    await this.connections.start()
+    await this.sandbox.start(this.handlers(this.sandbox))
     this.dispatcher.manageLeasedWork()
     await this.scheduler.start()
     this.dispatcher.start()
@@ -163,8 +226,67 @@ export class Messaging implements AppModule {
     await this.scheduler.stop()
     await this.broadcastQueue.stop()
     await this.dispatcher.stop()
-    await this.live.stop()
+    await this.connections.stop()
     await this.sandbox.stop()
+    await this.agent?.close()
     await this.receipts.stop()
+  }
+
+  /** Receipts and inbound messages of a carrier go to the same handlers, whichever it is. */
+  private handlers(carrier: Carrier) {
+    return {
+      onReceipt: (receipt: Parameters<ReceiptRecorder['record']>[1]) => this.receipts.record(carrier, receipt),
+      onInbound: async (message: Parameters<typeof receiveInbound>[1]) => {
+        const { accountId } = await receiveInbound(this.background, message)
+        if (!accountId) this.logger.warn({ to: message.to }, 'inbound message to a number no account holds; dropped')
+      },
+    }
+  }
+
+  private carrierAgent(ca: string): Agent {
+    this.agent ??= new Agent({ connect: { ca } })
+    return this.agent
+  }
+
+  /** The carrier an operator's stored connection describes. */
+  private buildCarrier(connection: StoredConnection): Carrier {
+    const { clock, logger, options } = this.built
+    const config = connection.config
+    switch (connection.type) {
+      case 'simulator': {
+        const deliveryDelayMs = typeof config.deliveryDelayMs === 'number' ? config.deliveryDelayMs : options.simulatorDeliveryDelayMs
+        return new SimulatorCarrier('simulator', this.background.db, clock, logger.child({ carrier: 'simulator', connection: connection.name }), {
+          deliveryDelayMs,
+          pollMs: Math.max(10, Math.min(200, Math.floor(deliveryDelayMs / 2))),
+        }, `simulator:${connection.id}`)
+      }
+      case 'smpp':
+        return new SmppCarrier({
+          url: String(config.url),
+          window: typeof config.window === 'number' ? config.window : (options.smpp?.window ?? 10),
+          maxPerSecond: typeof config.maxPerSecond === 'number' ? config.maxPerSecond : (options.smpp?.maxPerSecond ?? 100),
+          logger: logger.child({ component: 'smpp' }),
+          clock,
+          downAfterMs: options.carrierDownAfterMs,
+          label: connection.name,
+          onRefusedForNow: this.built.metrics.smppRefusals(),
+        })
+      case 'twilio': {
+        const baseUrl = typeof config.baseUrl === 'string' ? config.baseUrl : 'https://api.twilio.com'
+        const accountSid = String(config.accountSid)
+        return new TwilioCarrier({
+          accountSid,
+          authToken: String(config.authToken),
+          baseUrl,
+          ...(typeof config.from === 'string' ? { from: config.from } : {}),
+          // The connection's id, not its name: a rename must not break the callbacks Twilio already holds.
+          statusCallbackUrl: `${options.publicUrl}/v1/carriers/${connection.id}/status`,
+          connection: `twilio:${accountSid}@${new URL(baseUrl).host}`,
+          logger: logger.child({ component: 'twilio', connection: connection.name }),
+          clock,
+          ...(options.carrierCa ? { dispatcher: this.carrierAgent(options.carrierCa) } : {}),
+        })
+      }
+    }
   }
 }

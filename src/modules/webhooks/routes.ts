@@ -4,7 +4,7 @@ import { accountIdOf } from '../../platform/http/auth.js'
 import { PageOf } from '../../platform/http/pagination.js'
 import { AUTH } from '../../platform/http/principal.js'
 import { sendCreatedId } from '../../platform/http/replies.js'
-import { CreatedId, IdParams, problemResponses } from '../../platform/http/schemas.js'
+import { CreatedId, IdParams, locationHeader, problemResponses } from '../../platform/http/schemas.js'
 import { listLogs, retryFromLog, testWebhook, type ManualAttemptDeps } from './manual.js'
 import {
   CreateWebhookBody,
@@ -32,7 +32,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ deps: ManualAttemptDeps 
       description:
         'Registers an endpoint for one event type, active at once: it receives the events that happen from now on, as signed POSTs (Standard Webhooks), retried on failure by WEBHOOK_RETRY_SCHEDULE. Answers 201 with its id as a bare JSON string and a Location header. The endpoint must be an absolute https: URL without credentials, whose host is a public address (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS).',
       body: CreateWebhookBody,
-      response: { 201: CreatedId },
+      response: { 201: { ...CreatedId, headers: locationHeader('/v1/webhooks/{id}') } },
     },
     config: { auth },
   }, async (request, reply) => {

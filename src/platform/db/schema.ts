@@ -163,6 +163,10 @@ export interface MessageRecipientsTable {
   receipt_timed_out_at: Generated<string | null>
   /** The dispatch queue it waits in: 0 single sends and replies (first), 1 broadcast recipients (shared among broadcasts). */
   lane: Generated<number>
+  /** The connection that took its message, by name, once sent. */
+  carrier: string | null
+  /** Credits per segment it was charged (its route's price when paid for). */
+  price: Generated<number>
 }
 
 export interface CarrierPartsTable {
@@ -177,7 +181,8 @@ export interface CarrierPartsTable {
 
 export interface SimulatorMessagesTable {
   part_id: string
-  carrier: 'simulator' | 'sandbox'
+  /** Whose books: the sandbox, the simulator, or `simulator:<name>` for an operator's simulator connection. */
+  carrier: string
   carrier_message_id: string
   to_number: string
   outcome: 'delivered' | 'failed'
@@ -221,6 +226,12 @@ export interface BroadcastsTable {
   queued: Generated<number>
   queue_after_created_at: string | null
   queue_after_id: string | null
+  /** The account's price list when the broadcast was paid for (JSON [prefix, price][]); null before routes. */
+  queue_prices: string | null
+  /** What was paid for: the sum of the recipients' prices per segment; null before routes (then queue_total). */
+  queue_price_total: number | string | null
+  /** The sum of the prices of the recipients queued so far. */
+  queued_price_total: Generated<number | string>
   lease_owner: string | null
   lease_expires_at: string | null
 }
@@ -309,7 +320,41 @@ export interface PushHistoryTrimsTable {
   trimmed_through: number
 }
 
+export type CarrierType = 'simulator' | 'smpp' | 'twilio'
+
+export interface CarrierConnectionsTable {
+  id: string
+  name: string
+  type: CarrierType
+  is_enabled: number
+  /** The type's settings as JSON, secrets included. */
+  config: string
+  created_at: string
+  updated_at: string
+}
+
+export interface CarrierRoutesTable {
+  /** The route's place in the table as it was given. */
+  position: number
+  /** "+" or "+" and digits. */
+  prefix: string
+  /** Connection names, in the order they are tried, as JSON. */
+  carriers: string
+  /** Credits per segment per recipient. */
+  price: number
+  /** Null for a route every account uses. */
+  account_id: string | null
+}
+
+export interface CarrierConfigVersionTable {
+  id: number
+  version: number | string
+}
+
 export interface DB {
+  carrier_connections: CarrierConnectionsTable
+  carrier_routes: CarrierRoutesTable
+  carrier_config_version: CarrierConfigVersionTable
   messages: MessagesTable
   message_recipients: MessageRecipientsTable
   carrier_parts: CarrierPartsTable

@@ -22,24 +22,9 @@ const TAGS = [
   { name: 'sms', description: 'Sending SMS (priced in GSM-7 or UCS-2 segments, charged atomically, idempotent with Idempotency-Key) and their per-recipient status.' },
   { name: 'broadcasts', description: 'One message to a contact list or segment, evaluated when it is sent, now or at a scheduled time.' },
   { name: 'webhooks', description: 'Signed (Standard Webhooks) HTTPS deliveries of events, with retries, delivery logs, manual retries and test sends.' },
+  { name: 'carriers', description: 'Where carriers call back: signed status callbacks and inbound messages of HTTP carrier connections (twilio). No API key; the carrier’s signature is the credential.' },
   { name: 'push', description: 'Realtime push to browsers: tokens for channels, publishing events, and reading them as Server-Sent Events.' },
 ]
-
-/**
- * Operation metadata for the platform's own routes (health.ts), where the route itself
- * does not declare it. Routes of the modules declare theirs in their schema.
- */
-const PLATFORM_OPERATIONS: Record<string, { operationId: string; description: string; problems?: Record<number, string> }> = {
-  '/healthz': {
-    operationId: 'getHealth',
-    description: 'Liveness: answers 200 `{"status":"ok"}` while the process serves requests, without touching the store. Takes no credentials and is not rate limited.',
-  },
-  '/readyz': {
-    operationId: 'getReadiness',
-    description: 'Readiness: answers 200 `{"status":"ready"}` when the store answers a ping, and 503 when it does not. Takes no credentials and is not rate limited.',
-    problems: { 503: 'The store is not reachable, or the server is shutting down' },
-  },
-}
 
 const PROBLEM_MEDIA_TYPE = 'application/problem+json'
 
@@ -132,7 +117,7 @@ function withDefaultsOptional(schema: unknown): unknown {
  * the platform can answer, as application/problem+json (the error handler's content
  * type); successes described by their status where their schema has no description.
  */
-function documentedResponses(declared: JsonObject | undefined, platform: Record<number, string>, overrides: Record<number, string>): JsonObject {
+function documentedResponses(declared: JsonObject | undefined, platform: Record<number, string>): JsonObject {
   const responses: JsonObject = {}
   for (const [status, schema] of Object.entries(declared ?? {})) {
     if (Number(status) >= 400) continue
@@ -145,7 +130,6 @@ function documentedResponses(declared: JsonObject | undefined, platform: Record<
     if (Number(status) < 400) continue
     problems[Number(status)] = (schema as { description?: string }).description ?? platform[Number(status)] ?? PROBLEMS[Number(status)] ?? 'Error'
   }
-  Object.assign(problems, overrides)
   for (const status of Object.keys(problems).map(Number).sort((a, b) => a - b)) responses[status] = problemResponse(status, problems[status]!)
   return responses
 }
@@ -181,11 +165,6 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
       const method = (Array.isArray(route.method) ? route.method[0] : route.method) as string
       const own = schema as JsonObject | undefined
       const documented: JsonObject = { ...(own ?? {}) }
-      const platform = PLATFORM_OPERATIONS[url]
-      if (platform !== undefined) {
-        documented.operationId ??= platform.operationId
-        documented.description ??= platform.description
-      }
       documented.security = auth === undefined || auth === 'public' ? [] : auth.accepts.map((kind) => ({ [kind]: [] }))
       if (own?.querystring !== undefined) documented.querystring = withDefaultsOptional(own.querystring)
       if (own?.headers !== undefined) documented.headers = withDefaultsOptional(own.headers)
@@ -194,15 +173,23 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
       documented.response = documentedResponses(
         own?.response as JsonObject | undefined,
         platformProblems(method, url, auth, rateLimited, route.bodyLimit),
-        platform?.problems ?? {},
       )
       return { schema: documented as never, url }
     },
-    // What the route schema cannot say: a body the route takes but does not need.
+    // What the route schema cannot say: a body the route takes but does not need, and a
+    // response header on every response (@fastify/swagger copies a header's declaration
+    // whole into its schema, where `required` is not a boolean).
     transformObject: (documentObject) => {
       const document = ('openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject) as JsonObject
       for (const item of Object.values((document.paths ?? {}) as Record<string, Record<string, JsonObject>>)) {
         for (const operation of Object.values(item)) {
+          for (const response of Object.values((operation.responses ?? {}) as Record<string, { headers?: Record<string, { required?: boolean; schema?: JsonObject }> }>)) {
+            for (const header of Object.values(response.headers ?? {})) {
+              if (header.schema?.required !== true) continue
+              delete header.schema.required
+              header.required = true
+            }
+          }
           if (operation[OPTIONAL_BODY] !== true) continue
           delete operation[OPTIONAL_BODY]
           const body = operation.requestBody as { required?: boolean; content?: Record<string, { schema?: JsonObject }> } | undefined

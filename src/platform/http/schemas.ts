@@ -19,6 +19,22 @@ export const CreatedId = Type.String({ format: 'uuid', description: 'The id of t
 /** Path `{id}`: deliberately no uuid format, so a malformed id is a miss (404), not 422. */
 export const IdParams = Type.Object({ id: Type.String({ description: 'Resource id (UUID)' }) })
 
+/**
+ * The headers a success response sends, for the OpenAPI document (the serializer ignores
+ * them): put under `headers` in the response schema. `required` says the header is on
+ * every such response; openapi.ts moves it from the header's schema to the header.
+ */
+export interface ResponseHeader {
+  type: 'string'
+  description: string
+  required?: boolean
+}
+
+/** The Location header of a response naming a resource: its path, as `template` gives it. */
+export function locationHeader(template: string): { location: ResponseHeader } {
+  return { location: { type: 'string', description: `The path of the resource: ${template}`, required: true } }
+}
+
 export const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-21T10:00:00.000Z'] })
 
 /**

@@ -9,7 +9,7 @@ export function ProblemAlert({ error, context }: { error: unknown; context?: str
   const problem =
     error instanceof ApiError
       ? error.problem
-      : { title: 'Something went wrong', status: 0, detail: error instanceof Error ? error.message : String(error) }
+      : { type: 'about:blank', title: 'Something went wrong', status: 0, detail: error instanceof Error ? error.message : String(error) }
   return (
     <div className="alert alert-error" role="alert">
       <p className="alert-title">

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react'
-import type { Broadcast, ContactList, Page, SegmentListItem } from '../api'
+import { unwrap, type Broadcast } from '../api'
 import { ProblemAlert } from '../components/problem-alert'
 import { useApi } from '../session'
 import { useLoad } from '../use-load'
@@ -14,10 +14,10 @@ export function BroadcastsPage() {
   const api = useApi()
   const [pageNumber, setPageNumber] = useState(1)
   const [version, setVersion] = useState(0)
-  const query = `pageNumber=${pageNumber}&pageSize=${PAGE_SIZE}`
-  const broadcasts = useLoad((signal) => api<Page<Broadcast>>('GET', `/broadcasts?${query}`, { signal }), `${query}:${version}`)
-  const lists = useLoad((signal) => api<Page<ContactList>>('GET', '/contact-lists?pageSize=100', { signal }), 'broadcast-lists')
-  const segments = useLoad((signal) => api<Page<SegmentListItem>>('GET', '/audience/segments?pageSize=100', { signal }), 'broadcast-segments')
+  const query = { pageNumber, pageSize: PAGE_SIZE }
+  const broadcasts = useLoad((signal) => unwrap(api.GET('/v1/broadcasts', { params: { query }, signal })), `${pageNumber}:${version}`)
+  const lists = useLoad((signal) => unwrap(api.GET('/v1/contact-lists', { params: { query: { pageSize: 100 } }, signal })), 'broadcast-lists')
+  const segments = useLoad((signal) => unwrap(api.GET('/v1/audience/segments', { params: { query: { pageSize: 100 } }, signal })), 'broadcast-segments')
 
   // Progress changes while a broadcast sends: poll until none is sending or waiting to start.
   const reload = broadcasts.reload

@@ -1,5 +1,5 @@
 import { useState } from 'react'
-import type { ApiKey, Page } from '../api'
+import { unwrap, type ApiKey } from '../api'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { actionsColumn, DataTable, type Column } from '../components/data-table'
 import { ProblemAlert } from '../components/problem-alert'
@@ -17,13 +17,13 @@ const PAGE_SIZE = 20
 export function KeysPage() {
   const api = useApi()
   const [pageNumber, setPageNumber] = useState(1)
-  const keys = useLoad((signal) => api<Page<ApiKey>>('GET', `/keys?pageNumber=${pageNumber}&pageSize=${PAGE_SIZE}`, { signal }), `keys:${pageNumber}`)
+  const keys = useLoad((signal) => unwrap(api.GET('/v1/keys', { params: { query: { pageNumber, pageSize: PAGE_SIZE } }, signal })), `keys:${pageNumber}`)
   const [createdKey, setCreatedKey] = useState<{ name: string; rawKey: string } | null>(null)
   const [revokeError, setRevokeError] = useState<unknown>(null)
   const [notice, setNotice] = useState<string | null>(null)
 
   const revocation = useConfirmation<ApiKey>(async (revoking) => {
-    await api('DELETE', `/keys/${revoking.id}`)
+    await unwrap(api.DELETE('/v1/keys/{keyId}', { params: { path: { keyId: revoking.id } } }))
     setNotice(`Key ${revoking.name ?? revoking.prefix} revoked. Requests with it now answer 401.`)
     keys.reload()
   }, setRevokeError)

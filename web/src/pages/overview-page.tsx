@@ -1,5 +1,5 @@
 import { useEffect } from 'react'
-import type { Account, Page, SmsListItem } from '../api'
+import { unwrap } from '../api'
 import { isInFlight, MessageSummaryTable } from '../components/message-table'
 import { ProblemAlert } from '../components/problem-alert'
 import { PATHS } from '../paths'
@@ -13,8 +13,8 @@ const POLL_MS = 3000
 
 export function OverviewPage() {
   const api = useApi()
-  const account = useLoad((signal) => api<Account>('GET', '/account', { signal }), 'account')
-  const messages = useLoad((signal) => api<Page<SmsListItem>>('GET', '/sms?pageSize=5', { signal }), 'recent')
+  const account = useLoad((signal) => unwrap(api.GET('/v1/account', { signal })), 'account')
+  const messages = useLoad((signal) => unwrap(api.GET('/v1/sms', { params: { query: { pageSize: 5 } }, signal })), 'recent')
 
   // Deliveries settle a moment after a send: refresh while any recent message is in flight.
   const reloadMessages = messages.reload

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'react'
-import type { PushToken } from '../api'
+import { unwrap, type PushToken } from '../api'
 import { TextField } from '../components/field'
 import { ProblemAlert } from '../components/problem-alert'
 import { formatTime } from '../format'
@@ -58,7 +58,7 @@ export function PushPage() {
     source.current = null
     setState({ kind: 'connecting' })
     try {
-      const issued = await api<PushToken>('POST', '/push/tokens', { body: { channels: splitRecipients(channels) } })
+      const issued = await unwrap(api.POST('/v1/push/tokens', { body: { channels: splitRecipients(channels) } }))
       setToken(issued)
       const stream = new EventSource(`/v1/push/stream?token=${encodeURIComponent(issued.token)}`)
       source.current = stream

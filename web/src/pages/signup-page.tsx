@@ -1,5 +1,5 @@
 import { useState } from 'react'
-import { request } from '../api'
+import { createApiClient, unwrap } from '../api'
 import { TextField } from '../components/field'
 import { Page } from '../components/layout'
 import { ProblemAlert } from '../components/problem-alert'
@@ -17,7 +17,7 @@ export function SignupPage() {
 
   const signup = useSubmit(async () => {
     const body = { email: email.trim(), password, ...(accountName.trim() ? { accountName: accountName.trim() } : {}) }
-    await request('POST', '/auth/signup', { body })
+    await unwrap(createApiClient().POST('/v1/auth/signup', { body }))
     // Signing up does not log in: the new account's first session comes from the login endpoint.
     const session = await logIn(body.email, password)
     signIn({ token: session.token, expiresAt: session.expiresAt, email: body.email })

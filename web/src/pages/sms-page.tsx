@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react'
-import type { Page, RecipientStatus, SmsListItem } from '../api'
+import { unwrap, type RecipientStatus } from '../api'
 import { isInFlight } from '../components/message-table'
 import { Pager } from '../components/pager'
 import { ProblemAlert } from '../components/problem-alert'
@@ -17,8 +17,8 @@ export function SmsPage() {
   const api = useApi()
   const [pageNumber, setPageNumber] = useState(1)
   const [status, setStatus] = useState<RecipientStatus | ''>('')
-  const query = `pageNumber=${pageNumber}&pageSize=${PAGE_SIZE}${status ? `&status=${status}` : ''}`
-  const log = useLoad((signal) => api<Page<SmsListItem>>('GET', `/sms?${query}`, { signal }), query)
+  const query = { pageNumber, pageSize: PAGE_SIZE, status: status || undefined }
+  const log = useLoad((signal) => unwrap(api.GET('/v1/sms', { params: { query }, signal })), JSON.stringify(query))
 
   // Statuses change after the send (sent, then delivered or failed): poll while any is unsettled.
   const reload = log.reload

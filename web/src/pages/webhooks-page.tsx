@@ -1,5 +1,5 @@
 import { useState } from 'react'
-import type { Page, Webhook } from '../api'
+import { unwrap, type Webhook } from '../api'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { actionsColumn, DataTable, type Column } from '../components/data-table'
 import { ProblemAlert } from '../components/problem-alert'
@@ -20,7 +20,7 @@ export function WebhooksPage() {
   const [pageNumber, setPageNumber] = useState(1)
   const [version, setVersion] = useState(0)
   const webhooks = useLoad(
-    (signal) => api<Page<Webhook>>('GET', `/webhooks?pageNumber=${pageNumber}&pageSize=${PAGE_SIZE}`, { signal }),
+    (signal) => unwrap(api.GET('/v1/webhooks', { params: { query: { pageNumber, pageSize: PAGE_SIZE } }, signal })),
     `webhooks:${pageNumber}:${version}`,
   )
   const [selectedId, setSelectedId] = useState<string | null>(null)
@@ -29,14 +29,14 @@ export function WebhooksPage() {
 
   const toggling = useSubmit(async (webhook: Webhook) => {
     setNotice(null)
-    await api('PUT', `/webhooks/${webhook.id}/toggle`)
+    await unwrap(api.PUT('/v1/webhooks/{id}/toggle', { params: { path: { id: webhook.id } } }))
     setNotice(webhook.isActive ? `Turned off: ${webhook.endpoint} gets no more ${webhook.eventType} events.` : `Turned on: ${webhook.endpoint} gets ${webhook.eventType} events from now on.`)
     setVersion((n) => n + 1)
   })
 
   // Both actions on a row report in the one alert above the table.
   const removal = useConfirmation<Webhook>(async (deleting) => {
-    await api('DELETE', `/webhooks/${deleting.id}`)
+    await unwrap(api.DELETE('/v1/webhooks/{id}', { params: { path: { id: deleting.id } } }))
     setNotice(`Webhook for ${deleting.endpoint} deleted.`)
     if (selectedId === deleting.id) setSelectedId(null)
     setVersion((n) => n + 1)

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { accountIdOf } from '../../../platform/http/auth.js'
 import { PageOf } from '../../../platform/http/pagination.js'
 import { AUTH } from '../../../platform/http/principal.js'
-import { IdParams, problemResponses } from '../../../platform/http/schemas.js'
+import { IdParams, locationHeader, problemResponses } from '../../../platform/http/schemas.js'
 import type { AudienceDeps } from '../deps.js'
 import { Contact, CreateContactBody, CreateContactsBody, CreateContactsResult, ListContactsQuery, UpdateContactBody } from './schemas.js'
 import { createContact, createContacts, deleteContact, getContact, listContacts, updateContact } from './service.js'
@@ -34,7 +34,11 @@ export const contactRoutes: FastifyPluginAsyncTypebox<{ deps: AudienceDeps }> = 
       description:
         'Creates a contact with names, email and attributes (201), or answers the existing contact of that number unchanged (200); either way with a Location header. The phone number must be valid in international format (+ or 00 and the country code; spaces and punctuation allowed) and is stored as E.164. With `contactListId` the contact is also added to that list.',
       body: CreateContactBody,
-      response: { 200: { ...Contact, description: 'The number was known: the existing contact, unchanged' }, 201: { ...Contact, description: 'Created' }, ...NO_LIST },
+      response: {
+        200: { ...Contact, description: 'The number was known: the existing contact, unchanged', headers: locationHeader('/v1/contacts/{id}') },
+        201: { ...Contact, description: 'Created', headers: locationHeader('/v1/contacts/{id}') },
+        ...NO_LIST,
+      },
     },
     config: { auth },
   }, async (request, reply) => {

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream'
 import { Type } from 'typebox'
 import { accountIdOf } from '../../../platform/http/auth.js'
 import { AUTH } from '../../../platform/http/principal.js'
-import { IdParams, problemResponses } from '../../../platform/http/schemas.js'
+import { IdParams, locationHeader, problemResponses } from '../../../platform/http/schemas.js'
 import { RAW_BODY } from '../../../platform/http/validation.js'
 import { UnsupportedMediaType } from '../../../platform/problems.js'
 import { ContactImport, ContactImportQuery, ImportAccepted } from './schemas.js'
@@ -31,7 +31,7 @@ export const importRoutes: FastifyPluginAsyncTypebox<{ importer: ContactImporter
       body: CsvUpload,
       querystring: ContactImportQuery,
       response: {
-        202: ImportAccepted,
+        202: { ...ImportAccepted, headers: locationHeader('/v1/contacts/imports/{id}') },
         ...problemResponses({
           404: 'contactListId names no list of this account',
           413: 'The upload is over IMPORT_MAX_BYTES (512 MiB by default)',

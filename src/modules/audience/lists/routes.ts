@@ -3,7 +3,7 @@ import { accountIdOf } from '../../../platform/http/auth.js'
 import { PageOf } from '../../../platform/http/pagination.js'
 import { AUTH } from '../../../platform/http/principal.js'
 import { sendCreatedId } from '../../../platform/http/replies.js'
-import { CreatedId, IdParams, problemResponses } from '../../../platform/http/schemas.js'
+import { CreatedId, IdParams, locationHeader, problemResponses } from '../../../platform/http/schemas.js'
 import type { AudienceDeps } from '../deps.js'
 import { AddToListBody, AddToListResult, ContactList, CreateListBody, ListListsQuery, ListMemberParams } from './schemas.js'
 import { addToList, createList, deleteList, listLists, removeFromList } from './service.js'
@@ -20,7 +20,7 @@ export const listRoutes: FastifyPluginAsyncTypebox<{ deps: AudienceDeps }> = asy
       summary: 'Create a contact list',
       description: 'Creates an empty list and answers 201 with its id as a bare JSON string and a Location header. The name must not be blank.',
       body: CreateListBody,
-      response: { 201: CreatedId },
+      response: { 201: { ...CreatedId, headers: locationHeader('/v1/contact-lists/{id}') } },
     },
     config: { auth },
   }, async (request, reply) => {

@@ -142,6 +142,17 @@ export async function countRecipients({ db, readLong }: LongReads, accountId: st
   return Number(row!.count)
 }
 
+/** The recipients a predicate reaches and the sum of `perRecipient` over them, in one scan (a broadcast's count and price). */
+export async function tallyRecipients({ db, readLong }: LongReads, accountId: string, predicate: RawBuilder<boolean>, perRecipient: RawBuilder<number>): Promise<{ count: number; total: number }> {
+  const [row] = await readLong(db
+    .selectFrom('contacts')
+    .select((eb) => [eb.fn.countAll<number>().as('count'), sql<number>`coalesce(sum(${perRecipient}), 0)`.as('total')])
+    .where('contacts.account_id', '=', accountId)
+    .where('contacts.opted_out', '=', 0)
+    .where(predicate))
+  return { count: Number(row!.count), total: Number(row!.total) }
+}
+
 export function sampleRecipients({ db, readLong }: LongReads, accountId: string, predicate: RawBuilder<boolean>, limit: number) {
   return readLong(db
     .selectFrom('contacts')

@@ -3,7 +3,7 @@ import { accountIdOf } from '../../../platform/http/auth.js'
 import { PageOf } from '../../../platform/http/pagination.js'
 import { AUTH } from '../../../platform/http/principal.js'
 import { sendCreatedId } from '../../../platform/http/replies.js'
-import { CreatedId, IdParams, problemResponses } from '../../../platform/http/schemas.js'
+import { CreatedId, IdParams, locationHeader, problemResponses } from '../../../platform/http/schemas.js'
 import type { AudienceDeps } from '../deps.js'
 import { ListSegmentsQuery, PreviewBody, PreviewQuery, Segment, SegmentBody, SegmentListItem, SegmentPreview } from './schemas.js'
 import { createSegment, deleteSegment, getSegment, listSegments, previewRules, previewSegment, replaceSegment } from './service.js'
@@ -22,7 +22,7 @@ export const segmentRoutes: FastifyPluginAsyncTypebox<{ deps: AudienceDeps }> = 
       summary: 'Create a segment',
       description: `Saves a name (not blank), a description and rules, and answers 201 with the segment's id as a bare JSON string and a Location header. ${RULES}`,
       body: SegmentBody,
-      response: { 201: CreatedId, ...RULES_LIST },
+      response: { 201: { ...CreatedId, headers: locationHeader('/v1/audience/segments/{id}') }, ...RULES_LIST },
     },
     config: { auth },
   }, async (request, reply) => {

@@ -106,8 +106,8 @@ export async function markStarted(
   broadcastId: string,
   started: Pick<
     BroadcastsTable,
-    'status' | 'message_id' | 'sent_at' | 'completed_at' | 'updated_at' | 'queue_after_created_at' | 'queue_after_id' | 'lease_owner' | 'lease_expires_at'
-  > & { queue_total: number; queued: number },
+    'status' | 'message_id' | 'sent_at' | 'completed_at' | 'updated_at' | 'queue_after_created_at' | 'queue_after_id' | 'lease_owner' | 'lease_expires_at' | 'queue_prices'
+  > & { queue_total: number; queued: number; queue_price_total: number; queued_price_total: number },
 ): Promise<void> {
   await trx
     .updateTable('broadcasts')

@@ -10,6 +10,7 @@ import { compileTarget } from './start.js'
 import { LANE } from '../dispatch/queue.js'
 import type { MessagingDeps } from '../deps.js'
 import { completeBroadcasts } from '../dispatch/progress.js'
+import { flatPrice, parsePriceList, priceExpression } from '../routing/pricing.js'
 
 export interface BroadcastQueueOptions {
   /** Contacts walked per transaction: short enough that no write holds the store (or SQLite's event loop) for long. */
@@ -83,6 +84,9 @@ export class BroadcastQueue {
     if (!broadcast || broadcast.queue_after_id === null || broadcast.message_id === null) return
     const message = await db.selectFrom('messages').select(['segments', 'sandbox']).where('id', '=', broadcast.message_id).executeTakeFirstOrThrow()
     const audience = await db.transaction().execute((trx) => compileTarget(trx, dialect, broadcast))
+    // The prices it was paid with, whatever the routes say by now.
+    const prices = parsePriceList(broadcast.queue_prices)
+    const pricing = { expression: priceExpression(prices), flat: flatPrice(prices) }
     let after = { createdAt: broadcast.queue_after_created_at!, id: broadcast.queue_after_id }
     for (;;) {
       if (this.stopping) return
@@ -91,7 +95,7 @@ export class BroadcastQueue {
       // what is queued already, and waiting turns with each of its batches took queueing
       // several times longer.
       const { next, inserted, total } = await this.deps.metrics.slice('broadcast_queue', () =>
-        aheadOfOthers(() => this.chunk(broadcast.id, messageId, broadcast.account_id, audience, after, { segments: Number(message.segments), sandbox: Boolean(message.sandbox) })),
+        aheadOfOthers(() => this.chunk(broadcast.id, messageId, broadcast.account_id, audience, after, { segments: Number(message.segments), sandbox: Boolean(message.sandbox) }, pricing)),
       )
       this.deps.queued()
       this.deps.metrics.recipientsQueued('broadcast', inserted)
@@ -113,6 +117,7 @@ export class BroadcastQueue {
     audience: RawBuilder<boolean>,
     after: { createdAt: string; id: string },
     message: { segments: number; sandbox: boolean },
+    pricing: ChunkPricing,
   ): Promise<{ next: { createdAt: string; id: string } | undefined; inserted: number; total: number | undefined }> {
     const { db } = this.deps
     const afterKey = sql<boolean>`(contacts.created_at, contacts.id) > (${after.createdAt}, ${after.id})`
@@ -130,7 +135,7 @@ export class BroadcastQueue {
     return db.transaction().execute(async (trx) => {
       const state = await trx
         .selectFrom('broadcasts')
-        .select(['queue_total', 'queued'])
+        .select(['queue_total', 'queued', 'queue_price_total', 'queued_price_total'])
         .where('id', '=', broadcastId)
         .where('lease_owner', '=', this.leases.nodeId)
         .where('queue_after_id', '=', after.id)
@@ -138,13 +143,18 @@ export class BroadcastQueue {
       if (!state) throw new LostClaim()
       const room = Number(state.queue_total) - Number(state.queued)
       const upTo = last ? sql<boolean>`(contacts.created_at, contacts.id) <= (${last.created_at}, ${last.id})` : sql<boolean>`1 = 1`
-      const inserted = room <= 0 ? 0 : await insertChunk(trx, messageId, accountId, sql<boolean>`${afterKey} and ${upTo} and ${audience}`, room, this.deps.clock.now().toISOString())
+      const { inserted, priceSum } =
+        room <= 0 ? { inserted: 0, priceSum: 0 } : await insertChunk(trx, messageId, accountId, sql<boolean>`${afterKey} and ${upTo} and ${audience}`, room, this.deps.clock.now().toISOString(), pricing)
       const queued = Number(state.queued) + inserted
+      const queuedPrices = Number(state.queued_price_total) + priceSum
+      // Before routes had prices, every recipient was paid for at 1.
+      const paidPrices = state.queue_price_total === null ? Number(state.queue_total) : Number(state.queue_price_total)
       const done = !last || queued >= Number(state.queue_total)
       await trx
         .updateTable('broadcasts')
         .set({
           queued,
+          queued_price_total: queuedPrices,
           ...(done ? { queue_total: queued } : {}),
           queue_after_created_at: done ? null : last.created_at,
           queue_after_id: done ? null : last.id,
@@ -153,27 +163,50 @@ export class BroadcastQueue {
         .where('id', '=', broadcastId)
         .execute()
       await trx.updateTable('messages').set({ recipients: sql`recipients + ${inserted}` }).where('id', '=', messageId).execute()
-      if (done) await this.finish(trx, broadcastId, messageId, accountId, Number(state.queue_total) - queued, message)
+      if (done) await this.finish(trx, broadcastId, messageId, accountId, { recipients: Number(state.queue_total) - queued, prices: paidPrices - queuedPrices }, message)
       return done ? { next: undefined, inserted, total: queued } : { next: { createdAt: last.created_at, id: last.id }, inserted, total: undefined }
     })
   }
 
   /** Refunds what was paid for recipients that were not queued, and completes a broadcast with nothing left to send. */
-  private async finish(trx: Transaction<DB>, broadcastId: string, messageId: string, accountId: string, unqueued: number, message: { segments: number; sandbox: boolean }): Promise<void> {
+  private async finish(
+    trx: Transaction<DB>,
+    broadcastId: string,
+    messageId: string,
+    accountId: string,
+    unqueued: { recipients: number; prices: number },
+    message: { segments: number; sandbox: boolean },
+  ): Promise<void> {
     const at = this.deps.clock.now()
-    if (unqueued > 0 && !message.sandbox) {
-      await refund(trx, accountId, unqueued * message.segments, at)
-      await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${unqueued * message.segments}` }).where('id', '=', messageId).execute()
+    const credits = unqueued.prices * message.segments
+    if (credits > 0 && !message.sandbox) {
+      await refund(trx, accountId, credits, at)
+      await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${credits}` }).where('id', '=', messageId).execute()
     }
     await completeBroadcasts(trx, [messageId], at)
-    this.logger.info({ broadcastId, unqueued }, 'broadcast recipients queued')
+    this.logger.info({ broadcastId, unqueued: unqueued.recipients }, 'broadcast recipients queued')
   }
 }
 
-async function insertChunk(trx: Transaction<DB>, messageId: string, accountId: string, where: RawBuilder<boolean>, limit: number, dueAt: string): Promise<number> {
-  const result = await trx
+/** How a broadcast's recipients are priced: per row in SQL, and the one price when all pay the same. */
+interface ChunkPricing {
+  expression: RawBuilder<number>
+  flat: number | undefined
+}
+
+/** Queues a chunk's recipients at their prices; answers how many, and their prices summed. */
+async function insertChunk(
+  trx: Transaction<DB>,
+  messageId: string,
+  accountId: string,
+  where: RawBuilder<boolean>,
+  limit: number,
+  dueAt: string,
+  pricing: ChunkPricing,
+): Promise<{ inserted: number; priceSum: number }> {
+  const insert = trx
     .insertInto('message_recipients')
-    .columns(['message_id', 'account_id', 'phone_number', 'status', 'due_at', 'lane'])
+    .columns(['message_id', 'account_id', 'phone_number', 'status', 'due_at', 'lane', 'price'])
     .expression(
       trx
         .selectFrom('contacts')
@@ -185,12 +218,19 @@ async function insertChunk(trx: Transaction<DB>, messageId: string, accountId: s
           sql<string>`cast(${'queued'} as text)`.as('status'),
           sql<string>`cast(${dueAt} as text)`.as('due_at'),
           sql<number>`${sql.lit(LANE.broadcast)}`.as('lane'),
+          pricing.expression.as('price'),
         ])
         .where('contacts.account_id', '=', accountId)
         .where('contacts.opted_out', '=', 0)
         .where(where)
         .limit(limit),
     )
-    .executeTakeFirst()
-  return Number(result.numInsertedOrUpdatedRows ?? 0n)
+  if (pricing.flat !== undefined) {
+    const result = await insert.executeTakeFirst()
+    const inserted = Number(result.numInsertedOrUpdatedRows ?? 0n)
+    return { inserted, priceSum: inserted * pricing.flat }
+  }
+  // Prices differ by number: the chunk's rows tell what they cost (a few thousand integers).
+  const rows = await insert.returning('price').execute()
+  return { inserted: rows.length, priceSum: rows.reduce((sum, row) => sum + Number(row.price), 0) }
 }

@@ -4,7 +4,7 @@ import { accountIdOf } from '../../../platform/http/auth.js'
 import { PageOf } from '../../../platform/http/pagination.js'
 import { AUTH } from '../../../platform/http/principal.js'
 import { sendCreatedId } from '../../../platform/http/replies.js'
-import { CreatedId, IdParams, problemResponses } from '../../../platform/http/schemas.js'
+import { CreatedId, IdParams, locationHeader, problemResponses } from '../../../platform/http/schemas.js'
 import { Broadcast, BroadcastBody, ListBroadcastsQuery, SendBroadcastBody, SendBroadcastResult } from './schemas.js'
 import { createBroadcast, deleteBroadcast, getBroadcast, listBroadcasts, replaceBroadcast, sendBroadcast } from './service.js'
 import type { MessagingDeps } from '../deps.js'
@@ -25,7 +25,7 @@ export const broadcastRoutes: FastifyPluginAsyncTypebox<{ deps: MessagingDeps }>
       description:
         'Creates a draft of one message to a contact list or a segment (exactly one of the two), and answers 201 with its id as a bare JSON string and a Location header. Nothing is sent or charged until POST /v1/broadcasts/{id}/send. The name must not be blank; `senderId` is 1 to 11 letters and digits, or an E.164 number.',
       body: BroadcastBody,
-      response: { 201: CreatedId, ...problemResponses({ 404: 'The contact list or segment does not exist, or belongs to another account' }) },
+      response: { 201: { ...CreatedId, headers: locationHeader('/v1/broadcasts/{id}') }, ...problemResponses({ 404: 'The contact list or segment does not exist, or belongs to another account' }) },
     },
     config: { auth },
   }, async (request, reply) => {

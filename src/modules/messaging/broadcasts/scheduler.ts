@@ -5,7 +5,7 @@ import { emit } from '../../../platform/outbox/emit.js'
 import { Conflict, InsufficientCredits } from '../../../platform/problems.js'
 import { campaignEvent } from './events.js'
 import * as queries from './queries.js'
-import { countTarget, startBroadcast, type StartedBroadcast } from './start.js'
+import { startBroadcast, tallyTarget, type StartedBroadcast } from './start.js'
 import type { MessagingDeps } from '../deps.js'
 
 export interface BroadcastSchedulerOptions {
@@ -98,7 +98,7 @@ export class BroadcastScheduler {
   private async startIfStillClaimed(broadcastId: string): Promise<StartedBroadcast | undefined> {
     const scheduled = await this.deps.db.selectFrom('broadcasts').selectAll().where('id', '=', broadcastId).executeTakeFirst()
     if (!scheduled) return undefined
-    const audienceCount = await countTarget(this.deps, scheduled)
+    const target = await tallyTarget(this.deps, scheduled)
     const at = this.deps.clock.now()
     const started = await this.deps.db.transaction().execute(async (trx) => {
       const broadcast = await queries.leaveState(
@@ -107,7 +107,7 @@ export class BroadcastScheduler {
         { status: 'scheduled', leaseOwner: this.leases.nodeId },
         { status: 'sending', updated_at: at.toISOString() },
       )
-      return broadcast && startBroadcast(trx, broadcast, audienceCount, this.leases.claim(), at)
+      return broadcast && startBroadcast(trx, broadcast, target, this.leases.claim(), at)
     })
     if (started?.status === 'sending') this.deps.queueBroadcast(broadcastId)
     return started

@@ -8,7 +8,7 @@ import { compileAudience } from '../../audience/index.js'
 import { campaignEvent } from './events.js'
 import * as queries from './queries.js'
 import type { Broadcast, BroadcastBody, SendBroadcastBody, SendBroadcastResult } from './schemas.js'
-import { compileTarget, countTarget, startBroadcast } from './start.js'
+import { compileTarget, startBroadcast, tallyTarget } from './start.js'
 import { price, senderIdError } from '../content.js'
 import type { MessagingDeps } from '../deps.js'
 
@@ -169,7 +169,7 @@ export async function sendBroadcast(
   const draft = await queries.findBroadcast(deps.db, accountId, broadcastId)
   if (!draft) throw new NotFound('broadcast', broadcastId)
   if (draft.status !== 'draft') throw new Conflict(`The broadcast is ${draft.status}; only a draft can be sent`)
-  const audienceCount = await countTarget(deps, draft)
+  const target = await tallyTarget(deps, draft)
   const started = await deps.db.transaction().execute(async (trx) => {
     const broadcast = await queries.leaveState(
       trx,
@@ -178,7 +178,7 @@ export async function sendBroadcast(
       { status: 'sending', sandbox: sandbox ? 1 : 0, updated_at: now.toISOString() },
     )
     if (!broadcast) return missOrConflict(trx, accountId, broadcastId, 'only a draft can be sent')
-    return startBroadcast(trx, broadcast, audienceCount, deps.leases.claim(), now)
+    return startBroadcast(trx, broadcast, target, deps.leases.claim(), now)
   })
   if (started.status === 'sending') deps.queueBroadcast(broadcastId)
   return started

@@ -5,12 +5,21 @@ import type { BroadcastsTable, DB } from '../../../platform/db/schema.js'
 import { newId } from '../../../platform/ids.js'
 import { emit } from '../../../platform/outbox/emit.js'
 import { Conflict, NotFound } from '../../../platform/problems.js'
-import { compileAudience, countRecipients } from '../../audience/index.js'
+import { compileAudience, tallyRecipients } from '../../audience/index.js'
+import { priceExpression, type PriceList } from '../routing/pricing.js'
 import { campaignEvent } from './events.js'
 import * as queries from './queries.js'
 import { price } from '../content.js'
 import { debit } from '../../accounts/index.js'
 import type { MessagingDeps } from '../deps.js'
+
+/** Whom a broadcast reaches now and what they cost per segment, at the account's prices now. */
+export interface TargetTally {
+  count: number
+  /** The recipients' prices per segment, summed. */
+  priceTotal: number
+  prices: PriceList
+}
 
 export interface StartedBroadcast {
   status: 'sending' | 'completed'
@@ -22,29 +31,35 @@ export interface StartedBroadcast {
  * The contacts a broadcast would reach now: counted on a long-read connection (SQLite's
  * reader thread) before the start's transaction, so the count never holds the writer.
  */
-export async function countTarget(deps: Pick<MessagingDeps, 'db' | 'dialect' | 'readLong'>, broadcast: Pick<BroadcastsTable, 'account_id' | 'contact_list_id' | 'segment_id'>): Promise<number> {
+export async function tallyTarget(
+  deps: Pick<MessagingDeps, 'db' | 'dialect' | 'readLong' | 'priceListOf'>,
+  broadcast: Pick<BroadcastsTable, 'account_id' | 'contact_list_id' | 'segment_id'>,
+): Promise<TargetTally> {
   const audience = await deps.db.transaction().execute((trx) => compileTarget(trx, deps.dialect, broadcast))
-  return countRecipients(deps, broadcast.account_id, audience)
+  const prices = deps.priceListOf(broadcast.account_id)
+  const { count, total } = await tallyRecipients(deps, broadcast.account_id, audience, priceExpression(prices))
+  return { count, priceTotal: total, prices }
 }
 
 /**
  * Starts a broadcast its caller has just moved to `sending` with queries.leaveState, in
  * the caller's transaction: the audience counted just before (contacts added since the
- * broadcast was written are in, opted-out ones are out) is paid for, recipients x
- * segments, and the broadcast is claimed for BroadcastQueue, which writes the recipient
+ * broadcast was written are in, opted-out ones are out) is paid for, each recipient's
+ * route price x segments, the prices kept with the broadcast, and it is claimed for BroadcastQueue, which writes the recipient
  * rows after the commit in short transactions. A 402 from the debit rolls all of it
  * back, the state change included.
  */
 export async function startBroadcast(
   trx: Transaction<DB>,
   broadcast: Selectable<BroadcastsTable>,
-  audienceCount: number,
+  target: TargetTally,
   claim: { lease_owner: string; lease_expires_at: string },
   at: Date,
 ): Promise<StartedBroadcast> {
   const { encoding, segments } = price(broadcast.message)
   const sandbox = Number(broadcast.sandbox) === 1
-  const creditsUsed = sandbox ? 0 : audienceCount * segments
+  const audienceCount = target.count
+  const creditsUsed = sandbox ? 0 : target.priceTotal * segments
   const messageId = newId()
   await queries.insertMessage(trx, {
     id: messageId,
@@ -72,6 +87,9 @@ export async function startBroadcast(
     updated_at: at.toISOString(),
     queue_total: audienceCount,
     queued: 0,
+    queue_prices: JSON.stringify(target.prices),
+    queue_price_total: target.priceTotal,
+    queued_price_total: 0,
     // The walk starts before the first contact; null: nothing to walk.
     queue_after_created_at: status === 'sending' ? '' : null,
     queue_after_id: status === 'sending' ? '' : null,

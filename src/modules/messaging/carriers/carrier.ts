@@ -26,10 +26,24 @@ export interface OutgoingPart {
 export type SubmitResult =
   | { ok: true; carrierMessageId: string }
   /**
-   * The carrier refused the part for good (bad number, barred...): the recipient fails.
-   * A throttled or queue-full answer is never returned here: the adapter retries it.
+   * The carrier refused the part for good. `refusedBy` says whose fault: `recipient` (bad
+   * number, barred, unsubscribed...) fails the recipient; `carrier` (the carrier's own
+   * system error, an HTTP 5xx) lets the recipient move to the route's next carrier. A
+   * throttled or queue-full answer is never returned here: the adapter retries it.
    */
-  | { ok: false; error: string }
+  | { ok: false; error: string; refusedBy?: 'recipient' | 'carrier' }
+
+/** What a connection is doing now, as operators see it in GET /admin/carriers and metrics. */
+export interface CarrierState {
+  status: 'up' | 'connecting' | 'down' | 'disabled'
+  /** When it entered that status. */
+  since: Date
+  /** Parts handed over and not answered yet. */
+  inFlight: number
+  /** Parts the carrier accepted in the last 60 s. */
+  sentLastMinute: number
+  lastError: string | null
+}
 
 export interface CarrierReceipt {
   /** The id the carrier gave when it accepted the part. */
@@ -61,7 +75,7 @@ export interface CarrierHandlers {
 }
 
 export interface Carrier {
-  readonly name: 'simulator' | 'sandbox' | 'smpp'
+  readonly name: 'simulator' | 'sandbox' | 'smpp' | 'twilio'
   /**
    * The link parts go over, as receipts must be matched: a carrier's message ids are
    * unique only per connection (smpp: system_id@host:port; the simulators: their name).
@@ -87,6 +101,8 @@ export interface Carrier {
   record?(trx: Transaction<DB>, accepted: readonly AcceptedPart[]): Promise<void>
   /** Tables its `record` fills: the dispatcher vacuums and analyzes them with the queue's. */
   readonly tables?: readonly (keyof DB)[]
+  /** Its live state (up, connecting, down...), for operators. */
+  state?(): CarrierState
   stop(): Promise<void>
 }
 

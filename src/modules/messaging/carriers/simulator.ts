@@ -4,7 +4,8 @@ import type { Logger } from 'pino'
 import type { Clock } from '../../../platform/clock.js'
 import type { DB } from '../../../platform/db/schema.js'
 import { newId } from '../../../platform/ids.js'
-import type { AcceptedPart, Carrier, CarrierHandlers, OutgoingPart, SubmitResult } from './carrier.js'
+import type { AcceptedPart, Carrier, CarrierHandlers, CarrierState, OutgoingPart, SubmitResult } from './carrier.js'
+import { MinuteCounter } from './minute-counter.js'
 
 export interface SimulatorOptions {
   /** When the receipt comes, after acceptance. */
@@ -31,6 +32,8 @@ export class SimulatorCarrier implements Carrier {
   private handlers: CarrierHandlers | undefined
   private timer: NodeJS.Timeout | undefined
   private polling: Promise<void> | undefined
+  private readonly startedAt = new Date()
+  private readonly sent = new MinuteCounter()
 
   constructor(
     readonly name: 'simulator' | 'sandbox',
@@ -38,11 +41,13 @@ export class SimulatorCarrier implements Carrier {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly options: SimulatorOptions,
+    /**
+     * Names its books and its receipts' connection; the carrier's name by default. An
+     * operator's simulator connections each keep their own (`simulator:<name>`), so none
+     * reports another's receipts.
+     */
+    readonly connection: string = name,
   ) {}
-
-  get connection(): string {
-    return this.name
-  }
 
   async start(handlers: CarrierHandlers): Promise<void> {
     this.handlers = handlers
@@ -53,7 +58,13 @@ export class SimulatorCarrier implements Carrier {
   }
 
   async submit(_part: OutgoingPart): Promise<SubmitResult> {
+    this.sent.add()
     return { ok: true, carrierMessageId: newId() }
+  }
+
+  /** Always up: it answers from this process. */
+  state(): CarrierState {
+    return { status: 'up', since: this.startedAt, inFlight: 0, sentLastMinute: this.sent.total, lastError: null }
   }
 
   async record(trx: Transaction<DB>, accepted: readonly AcceptedPart[]): Promise<void> {
@@ -66,7 +77,7 @@ export class SimulatorCarrier implements Carrier {
         .values(
           accepted.slice(start, start + 500).map((part) => ({
             part_id: part.partId,
-            carrier: this.name,
+            carrier: this.connection,
             carrier_message_id: part.carrierMessageId,
             to_number: part.to,
             outcome: FAILING_NUMBER.test(part.to) ? ('failed' as const) : ('delivered' as const),
@@ -91,7 +102,7 @@ export class SimulatorCarrier implements Carrier {
         const due = await this.db
           .selectFrom('simulator_messages')
           .select(['part_id', 'carrier_message_id', 'outcome'])
-          .where('carrier', '=', this.name)
+          .where('carrier', '=', this.connection)
           .where('reported', '=', 0)
           .where('report_at', '<=', this.clock.now().toISOString())
           .orderBy('report_at')
@@ -120,7 +131,7 @@ export class SimulatorCarrier implements Carrier {
         await setImmediate()
       }
     } catch (err) {
-      this.logger.error({ err, carrier: this.name }, 'simulated receipts failed; retrying on the next poll')
+      this.logger.error({ err, carrier: this.connection }, 'simulated receipts failed; retrying on the next poll')
     }
   }
 }

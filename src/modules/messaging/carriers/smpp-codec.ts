@@ -7,21 +7,29 @@ export const STATUS = {
   ok: 0x00,
   invalidCommand: 0x03,
   systemError: 0x08,
+  invalidDestination: 0x0b,
   queueFull: 0x14,
+  submitFailed: 0x45,
   throttled: 0x58,
   temporaryAppError: 0x64,
   permanentAppError: 0x65,
 } as const
 
-export type RetryableStatus = 'system_error' | 'queue_full' | 'throttled' | 'temporary_app_error'
+export type RetryableStatus = 'queue_full' | 'throttled' | 'temporary_app_error'
 
 /** Answers that say "not now" rather than "never": the part is sent again later. Named for metrics. */
 export const RETRYABLE_STATUSES: ReadonlyMap<number, RetryableStatus> = new Map([
-  [STATUS.systemError, 'system_error'],
   [STATUS.queueFull, 'queue_full'],
   [STATUS.throttled, 'throttled'],
   [STATUS.temporaryAppError, 'temporary_app_error'],
 ])
+
+/**
+ * Answers that blame the SMSC rather than the message: the part may go to the route's
+ * next carrier, which may well take it. Every other refusal is about the number or the
+ * message and would be refused anywhere.
+ */
+export const CARRIER_FAULT_STATUSES: ReadonlySet<number> = new Set([STATUS.systemError, STATUS.submitFailed])
 
 const STATUS_NAMES = new Map(Object.entries(smpp.errors).map(([name, value]) => [value, name]))
 

@@ -140,7 +140,7 @@ describe('SMPP carrier', () => {
 
     const result = await carrier.submit(onlyPart('to a barred number', { to: '+4915100000009' }))
 
-    expect(result).toEqual({ ok: false, error: 'SMPP ESME_RINVDSTADR (0x0B)' })
+    expect(result).toEqual({ ok: false, refusedBy: 'recipient', error: 'SMPP ESME_RINVDSTADR (0x0B)' })
     expect((await smsc.state()).submits).toEqual([])
   })
 

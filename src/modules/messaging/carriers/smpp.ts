@@ -1,9 +1,10 @@
 import type { Logger } from 'pino'
 import smpp from 'smpp'
 import { systemClock, type Clock } from '../../../platform/clock.js'
-import type { Carrier, CarrierHandlers, OutgoingPart, SubmitResult } from './carrier.js'
+import type { Carrier, CarrierHandlers, CarrierState, OutgoingPart, SubmitResult } from './carrier.js'
+import { MinuteCounter } from './minute-counter.js'
 import { AwaitedReceipts } from './smpp-awaited-receipts.js'
-import { describeStatus, parseSmppUrl, RETRYABLE_STATUSES, STATUS, toSubmitSm, type RetryableStatus } from './smpp-codec.js'
+import { CARRIER_FAULT_STATUSES, describeStatus, parseSmppUrl, RETRYABLE_STATUSES, STATUS, toSubmitSm, type RetryableStatus } from './smpp-codec.js'
 import { SmppInbound } from './smpp-inbound.js'
 
 export interface SmppCarrierOptions {
@@ -29,7 +30,18 @@ export interface SmppCarrierOptions {
    * before unbinding (some SMSCs never offer again what an unbound ESME did not take).
    */
   receiptGraceMs?: number
+  /**
+   * Not bound for this long, the link counts as down (CARRIER_DOWN_AFTER_MS): parts that
+   * never left for the SMSC are handed back as refused by the carrier, so they can go to
+   * the route's next carrier, and new ones are refused at once until it binds again.
+   * Parts sent and unanswered when the link dropped stay: the SMSC may have kept them.
+   */
+  downAfterMs?: number
+  /** Names the connection in logs (the operator's connection name). */
+  label?: string
 }
+
+const DOWN_AFTER_MS = 10_000
 
 const RETRY_MAX_DELAY_MS = 30_000
 const STOP_GRACE_MS = 5_000
@@ -95,6 +107,13 @@ export class SmppCarrier implements Carrier {
   private readonly awaitedReceipts = new AwaitedReceipts()
   /** Serves what the SMSC sends unasked, deliver_sm above all. */
   private readonly inbound: SmppInbound
+  private readonly downAfterMs: number
+  /** When the link last went from bound to not bound, or the start; undefined while bound. */
+  private unboundSince: number | undefined = performance.now()
+  private statusSince = new Date()
+  private downTimer: NodeJS.Timeout | undefined
+  private lastError: string | null = null
+  private readonly sent = new MinuteCounter()
 
   constructor(options: SmppCarrierOptions) {
     if (!Number.isInteger(options.window) || options.window < 1) throw new RangeError('SMPP window must be a positive integer')
@@ -104,7 +123,8 @@ export class SmppCarrier implements Carrier {
     this.endpoint = parseSmppUrl(options.url)
     // Never the password: this names the link in the store and in logs.
     this.connection = `${this.endpoint.systemId}@${this.endpoint.host}:${this.endpoint.port}`
-    this.logger = options.logger.child({ carrier: 'smpp', smsc: `${this.endpoint.host}:${this.endpoint.port}` })
+    this.logger = options.logger.child({ carrier: 'smpp', smsc: `${this.endpoint.host}:${this.endpoint.port}`, ...(options.label ? { connection: options.label } : {}) })
+    this.downAfterMs = options.downAfterMs ?? DOWN_AFTER_MS
     this.enquireLinkMs = options.enquireLinkMs ?? 30_000
     this.reconnect = options.reconnect ?? { minMs: 1_000, maxMs: 60_000 }
     this.throttleRetryMs = options.throttleRetryMs ?? 1_000
@@ -129,15 +149,30 @@ export class SmppCarrier implements Carrier {
     return this.queue.length
   }
 
+  /** Whether the link has been unbound for CARRIER_DOWN_AFTER_MS or more. */
+  get isDown(): boolean {
+    return this.unboundSince !== undefined && performance.now() - this.unboundSince >= this.downAfterMs
+  }
+
+  state(): CarrierState {
+    const status = this.unboundSince === undefined ? 'up' : this.isDown ? 'down' : 'connecting'
+    const since = status === 'down' ? new Date(this.statusSince.getTime() + this.downAfterMs) : this.statusSince
+    return { status, since, inFlight: this.windowInUse + this.queue.length, sentLastMinute: this.sent.total, lastError: this.lastError }
+  }
+
   /** Resolves at once: binding, and rebinding after a drop, go on in the background while submits wait. */
   async start(handlers: CarrierHandlers): Promise<void> {
     if (this.inbound.handlers) throw new Error('SMPP carrier already started')
     this.inbound.handlers = handlers
+    this.unboundSince = performance.now()
+    this.statusSince = new Date()
+    this.scheduleDown()
     this.connect()
   }
 
   submit(part: OutgoingPart): Promise<SubmitResult> {
     if (this.stopping) return Promise.reject(stoppingError())
+    if (this.isDown) return Promise.resolve({ ok: false, refusedBy: 'carrier', error: this.downError() })
     let fields: smpp.PduFields
     try {
       fields = toSubmitSm(part)
@@ -157,6 +192,7 @@ export class SmppCarrier implements Carrier {
 
   private async shutDown(): Promise<void> {
     clearTimeout(this.reconnectTimer)
+    clearTimeout(this.downTimer)
     clearTimeout(this.wakeTimer)
     this.rejectQueued()
     this.inbound.dropPartials()
@@ -187,6 +223,30 @@ export class SmppCarrier implements Carrier {
     this.rejectQueued()
   }
 
+  /** At CARRIER_DOWN_AFTER_MS without a bind: the parts that never left go back to the dispatcher. */
+  private scheduleDown(): void {
+    clearTimeout(this.downTimer)
+    this.downTimer = setTimeout(() => this.handBackUnsent(), this.downAfterMs)
+    this.downTimer.unref()
+  }
+
+  private handBackUnsent(): void {
+    if (!this.isDown || this.stopping) return
+    const error = this.downError()
+    this.logger.warn({ downAfterMs: this.downAfterMs }, 'SMPP link down; parts not yet sent go to the next carrier of their route')
+    for (let i = this.queue.length - 1; i >= 0; i--) {
+      const entry = this.queue[i]!
+      // Sent once and unanswered: the SMSC may have it, so it waits for the rebind here.
+      if (entry.attempts > 0) continue
+      this.queue.splice(i, 1)
+      entry.resolve({ ok: false, refusedBy: 'carrier', error })
+    }
+  }
+
+  private downError(): string {
+    return `SMPP link down: not bound for ${Math.round((performance.now() - (this.unboundSince ?? performance.now())) / 1000)} s${this.lastError ? ` (${this.lastError})` : ''}`
+  }
+
   private rejectQueued(): void {
     for (const entry of this.queue.splice(0)) entry.reject(stoppingError())
   }
@@ -204,6 +264,7 @@ export class SmppCarrier implements Carrier {
     // The library also reports undecodable PDUs here and then stops reading the socket,
     // so any error ends the link and a new one is made.
     session.on('error', (err: Error) => {
+      this.lastError = err.message
       this.logger.warn({ err: err.message }, 'SMPP connection error')
       session.destroy()
     })
@@ -215,6 +276,7 @@ export class SmppCarrier implements Carrier {
     const { systemId, password } = this.endpoint
     link.session.bind_transceiver({ system_id: systemId, password }, (resp) => {
       if (resp.command_status !== STATUS.ok) {
+        this.lastError = `bind refused: ${describeStatus(resp.command_status)}`
         this.logger.error({ systemId, status: describeStatus(resp.command_status) }, 'SMPP bind refused')
         link.session.destroy()
         return
@@ -224,6 +286,9 @@ export class SmppCarrier implements Carrier {
       link.lastKeepAliveAt = performance.now()
       link.timer = setInterval(() => this.keepAlive(link), this.enquireLinkMs)
       this.reconnectAttempts = 0
+      this.unboundSince = undefined
+      this.statusSince = new Date()
+      clearTimeout(this.downTimer)
       this.logger.info({ systemId }, 'SMPP bound')
       this.pump()
     })
@@ -250,6 +315,11 @@ export class SmppCarrier implements Carrier {
     const unanswered = [...link.outstanding.values()]
     link.outstanding.clear()
     for (const entry of unanswered) this.enqueue(entry)
+    if (link.isBound) {
+      this.unboundSince = performance.now()
+      this.statusSince = new Date()
+      this.scheduleDown()
+    }
     if (this.stopping) {
       this.onDrained?.()
       this.rejectQueued()
@@ -322,6 +392,7 @@ export class SmppCarrier implements Carrier {
       this.consecutivePauses = 0
       const carrierMessageId = String(resp.message_id ?? '')
       this.awaitedReceipts.awaitReceipt(carrierMessageId)
+      this.sent.add()
       entry.resolve({ ok: true, carrierMessageId })
     } else if (RETRYABLE_STATUSES.has(status)) {
       this.onRefusedForNow?.(RETRYABLE_STATUSES.get(status)!)
@@ -332,7 +403,9 @@ export class SmppCarrier implements Carrier {
       )
       this.enqueue(entry)
     } else {
-      entry.resolve({ ok: false, error: `SMPP ${describeStatus(status)}` })
+      const refusedBy = CARRIER_FAULT_STATUSES.has(status) ? 'carrier' : 'recipient'
+      if (refusedBy === 'carrier') this.lastError = `submit refused: ${describeStatus(status)}`
+      entry.resolve({ ok: false, refusedBy, error: `SMPP ${describeStatus(status)}` })
     }
     if (link.outstanding.size === 0) this.onDrained?.()
     this.pump()

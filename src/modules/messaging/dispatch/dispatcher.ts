@@ -3,11 +3,11 @@ import type { Logger } from 'pino'
 import { optedOutAmong } from '../../audience/index.js'
 import type { Leases } from '../../../platform/lease.js'
 import type { EventDemand } from '../../../platform/outbox/demand.js'
-import type { Carrier, OutgoingPart } from '../carriers/carrier.js'
+import type { Carrier, OutgoingPart, SubmitResult } from '../carriers/carrier.js'
 import type { MessagingDeps } from '../deps.js'
 import { broadcastsWaiting, claimBroadcast, claimPriority, priorityDue, type QueuedRecipientRow } from './queue.js'
-import { HandoffJournal, recordedParts } from './handoff-journal.js'
-import { partId, recordHandoffs, type ClaimedRecipient, type Handoff, type MessageInfo } from './handoffs.js'
+import { HandoffJournal, recordedParts, type RecordedPart } from './handoff-journal.js'
+import { partId, recordHandoffs, type AcceptedByCarrier, type ClaimedRecipient, type Handoff, type MessageInfo } from './handoffs.js'
 import { OPT_OUT_REPLY } from '../inbound/service.js'
 import { MessageInfoCache } from './message-cache.js'
 import { QueueReclaimer } from './queue-reclaimer.js'
@@ -26,14 +26,32 @@ export interface DispatcherOptions {
   concurrency: number
   /** A wake-up waits this long, so that sends arriving together share one claim. */
   wakeDelayMs: number
+  /** A recipient no carrier of its route takes is tried again this much later... */
+  retryAfterMs: number
+  /** ...until this long after its message was paid for, then it fails (CARRIER_GIVE_UP_AFTER_MS). */
+  giveUpAfterMs: number
+}
+
+/** The carriers a recipient's message may go to, as the route table and the connections say now. */
+export interface CarrierRouting {
+  /** The enabled carriers of the route for this account and number, in the order to try them. */
+  choose(accountId: string, phoneNumber: string): { carriers: Carrier[] }
+  /** The connection's name an operator gave it. */
+  nameOf(carrier: Carrier): string
 }
 
 export interface Carriers {
-  /** The carrier CARRIER names. */
-  live: Carrier
+  /** Live sends, by route. */
+  routing: CarrierRouting
   /** Playground keys' sends. */
   sandbox: Carrier
 }
+
+/** What became of one part: taken, refused because of the number or message, or not taken by any carrier now. */
+type PartOutcome =
+  | { sequence: number; accepted: AcceptedByCarrier }
+  | { sequence: number; refused: string; carrier: Carrier }
+  | { sequence: number; untaken: string; carrier: Carrier | undefined }
 
 /** How often the broadcasts with recipients waiting are looked up again (see broadcastsWaiting). */
 const BROADCASTS_LOOKED_UP_EVERY_MS = 1_000
@@ -76,7 +94,8 @@ export class Dispatcher {
     private readonly logger: Logger,
     private readonly options: DispatcherOptions,
   ) {
-    const carrierTables = [carriers.live, carriers.sandbox].flatMap((carrier) => carrier.tables ?? [])
+    // Every simulator connection keeps its books in the sandbox's table.
+    const carrierTables = carriers.sandbox.tables ?? []
     const reclaimStatement = deps.dialect.reclaimSpace([...new Set(['message_recipients', 'carrier_parts', ...carrierTables])])
     this.reclaimer = new QueueReclaimer(reclaimStatement, deps.db, logger)
     this.journal = new HandoffJournal(deps.db)
@@ -188,7 +207,7 @@ export class Dispatcher {
   }
 
   private held(rows: readonly QueuedRecipientRow[]): ClaimedRecipient[] {
-    const claimed = rows.map((r) => ({ id: Number(r.id), messageId: r.message_id, accountId: r.account_id, phoneNumber: r.phone_number }))
+    const claimed = rows.map((r) => ({ id: Number(r.id), messageId: r.message_id, accountId: r.account_id, phoneNumber: r.phone_number, price: Number(r.price) }))
     for (const r of claimed) this.leases.hold('message_recipients', r.id)
     return claimed.sort((a, b) => a.id - b.id)
   }
@@ -259,51 +278,95 @@ export class Dispatcher {
    * their hand-off short: they are not handed over again. (The simulators record parts
    * with the recipient, so a queued recipient of theirs has none.)
    */
-  private async partsRecordedBefore(recipients: ClaimedRecipient[], messages: Map<string, MessageInfo>): Promise<Map<number, Map<number, string>>> {
-    const journaled = recipients.filter((r) => this.carrierOf(messages.get(r.messageId)!).record === undefined)
+  private async partsRecordedBefore(recipients: ClaimedRecipient[], messages: Map<string, MessageInfo>): Promise<Map<number, Map<number, RecordedPart>>> {
+    // A live message's route may name a carrier outside the store, now or before a crash.
+    const journaled = recipients.filter((r) => !messages.get(r.messageId)!.sandbox)
     if (journaled.length === 0) return new Map()
     return recordedParts(this.deps.db, journaled.map((r) => r.id))
   }
 
-  private carrierOf(message: MessageInfo): Carrier {
-    return message.sandbox ? this.carriers.sandbox : this.carriers.live
-  }
-
-  private async handOver(recipient: ClaimedRecipient, message: MessageInfo, recorded: Map<number, string> | undefined): Promise<Handoff> {
-    const carrier = this.carrierOf(message)
-    const isJournaled = carrier.record === undefined
-    const slots = this.slotsOf(carrier)
+  /**
+   * Hands a recipient's parts to the carriers of its route: each part to the first carrier
+   * that is not down and takes it. A refusal that blames the carrier moves the part to the
+   * next one; one about the number or message fails the recipient. A part no carrier takes
+   * now leaves the recipient queued for a later try, until CARRIER_GIVE_UP_AFTER_MS. Parts
+   * accepted before (by whichever carrier, before a crash too) are not handed over again,
+   * and a part goes to a second carrier only after the first said no: never to two.
+   */
+  private async handOver(recipient: ClaimedRecipient, message: MessageInfo, recorded: Map<number, RecordedPart> | undefined): Promise<Handoff> {
+    const route = message.sandbox ? [this.carriers.sandbox] : this.carriers.routing.choose(recipient.accountId, recipient.phoneNumber).carriers
     // One reference per recipient's copy, so a handset never mixes parts of two messages.
     const reference = recipient.id & 0xff
-    const results = await Promise.all(
-      message.parts.map(async (text, i) => {
+    const outcomes = await Promise.all(
+      message.parts.map((text, i): Promise<PartOutcome> => {
+        const sequence = i + 1
+        const earlier = recorded?.get(sequence)
+        if (earlier !== undefined) {
+          const carrier = route.find((c) => c.connection === earlier.connection) ?? route[0] ?? this.carriers.sandbox
+          return Promise.resolve({ sequence, accepted: { sequence, carrierMessageId: earlier.carrierMessageId, carrier } })
+        }
         const part: OutgoingPart = {
-          partId: partId(recipient.id, i + 1),
+          partId: partId(recipient.id, sequence),
           from: message.senderId,
           to: recipient.phoneNumber,
           text,
           encoding: message.encoding,
-          ...(message.parts.length > 1 ? { concat: { reference, total: message.parts.length, sequence: i + 1 } } : {}),
+          ...(message.parts.length > 1 ? { concat: { reference, total: message.parts.length, sequence } } : {}),
         }
-        const earlier = recorded?.get(i + 1)
-        if (earlier !== undefined) return { sequence: i + 1, result: { ok: true as const, carrierMessageId: earlier } }
-        // Single sends and replies take the next free slot ahead of broadcast parts.
-        await slots.acquire(message.kind !== 'broadcast')
-        try {
-          const result = await carrier.submit(part)
-          // The slot is freed once the part is recorded: a crash leaves only the window in doubt.
-          if (result.ok && isJournaled) {
-            await this.journal.record({ carrier: carrier.name, connection: carrier.connection, carrierMessageId: result.carrierMessageId, recipientId: recipient.id, sequence: i + 1 })
-          }
-          return { sequence: i + 1, result }
-        } finally {
-          slots.release()
-        }
+        return this.handPart(recipient, message, route, part, sequence)
       }),
     )
-    const accepted = results.flatMap(({ sequence, result }) => (result.ok ? [{ sequence, carrierMessageId: result.carrierMessageId }] : []))
-    const refused = results.find(({ result }) => !result.ok)
-    return { recipient, message, carrier, accepted, error: refused && !refused.result.ok ? refused.result.error : null }
+    const accepted = outcomes.flatMap((o) => ('accepted' in o ? [o.accepted] : []))
+    const first = outcomes.find((o) => o.sequence === 1)!
+    const carrier = 'accepted' in first ? first.accepted.carrier : (first.carrier ?? route[0] ?? this.carriers.sandbox)
+    const handoff = { recipient, message, carrier, carrierName: this.nameOf(carrier), accepted }
+    const refused = outcomes.find((o) => 'refused' in o)
+    if (refused && 'refused' in refused) return { ...handoff, error: refused.refused }
+    const untaken = outcomes.find((o) => 'untaken' in o)
+    if (untaken === undefined || !('untaken' in untaken)) return { ...handoff, error: null }
+    const now = this.deps.clock.now()
+    if (now.getTime() - message.createdAt.getTime() >= this.options.giveUpAfterMs) {
+      return { ...handoff, error: `no carrier of its route took it within ${Math.round(this.options.giveUpAfterMs / 60_000)} minutes: ${untaken.untaken}` }
+    }
+    return { ...handoff, error: untaken.untaken, retryAt: new Date(now.getTime() + this.options.retryAfterMs) }
+  }
+
+  private async handPart(recipient: ClaimedRecipient, message: MessageInfo, route: readonly Carrier[], part: OutgoingPart, sequence: number): Promise<PartOutcome> {
+    let lastCarrier: Carrier | undefined
+    let why = route.length === 0 ? 'its route names no enabled carrier' : ''
+    for (const carrier of route) {
+      if (carrier.state?.().status === 'down') {
+        why = `${this.nameOf(carrier)} is down`
+        lastCarrier ??= carrier
+        continue
+      }
+      lastCarrier = carrier
+      const result = await this.submitTo(carrier, recipient, message, part, sequence)
+      if (result.ok) return { sequence, accepted: { sequence, carrierMessageId: result.carrierMessageId, carrier } }
+      if (result.refusedBy !== 'carrier') return { sequence, refused: result.error, carrier }
+      why = `${this.nameOf(carrier)} refused it: ${result.error}`
+    }
+    return { sequence, untaken: why, carrier: lastCarrier }
+  }
+
+  private async submitTo(carrier: Carrier, recipient: ClaimedRecipient, message: MessageInfo, part: OutgoingPart, sequence: number): Promise<SubmitResult> {
+    const slots = this.slotsOf(carrier)
+    // Single sends and replies take the next free slot ahead of broadcast parts.
+    await slots.acquire(message.kind !== 'broadcast')
+    try {
+      const result = await carrier.submit(part)
+      // The slot is freed once the part is recorded: a crash leaves only the window in doubt.
+      if (result.ok && carrier.record === undefined) {
+        await this.journal.record({ carrier: carrier.name, connection: carrier.connection, carrierMessageId: result.carrierMessageId, recipientId: recipient.id, sequence })
+      }
+      return result
+    } finally {
+      slots.release()
+    }
+  }
+
+  private nameOf(carrier: Carrier): string {
+    return carrier === this.carriers.sandbox ? 'sandbox' : this.carriers.routing.nameOf(carrier)
   }
 
   /** One counter increment per carrier and outcome for the whole batch. */

@@ -81,19 +81,25 @@ export class HandoffJournal {
 }
 
 /** The parts already recorded for these recipients: those a crash interrupted before the recipient moved to sent. */
-export async function recordedParts(db: Kysely<DB>, recipientIds: readonly number[]): Promise<Map<number, Map<number, string>>> {
-  const recorded = new Map<number, Map<number, string>>()
+export interface RecordedPart {
+  carrierMessageId: string
+  /** The link that took it (see Carrier.connection). */
+  connection: string
+}
+
+export async function recordedParts(db: Kysely<DB>, recipientIds: readonly number[]): Promise<Map<number, Map<number, RecordedPart>>> {
+  const recorded = new Map<number, Map<number, RecordedPart>>()
   for (let start = 0; start < recipientIds.length; start += ROWS_PER_WRITE) {
     const rows = await db
       .selectFrom('carrier_parts')
-      .select(['recipient_id', 'sequence', 'carrier_message_id'])
+      .select(['recipient_id', 'sequence', 'carrier_message_id', 'connection'])
       .where('recipient_id', 'in', recipientIds.slice(start, start + ROWS_PER_WRITE))
       .execute()
     for (const row of rows) {
       const id = Number(row.recipient_id)
       let parts = recorded.get(id)
       if (!parts) recorded.set(id, (parts = new Map()))
-      parts.set(row.sequence, row.carrier_message_id)
+      parts.set(row.sequence, { carrierMessageId: row.carrier_message_id, connection: row.connection })
     }
   }
   return recorded

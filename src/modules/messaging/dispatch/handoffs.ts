@@ -16,6 +16,8 @@ export interface ClaimedRecipient {
   messageId: string
   accountId: string
   phoneNumber: string
+  /** Credits per segment it was charged. */
+  price: number
 }
 
 export interface MessageInfo {
@@ -28,12 +30,31 @@ export interface MessageInfo {
   segments: number
   encoding: 'GSM-7' | 'UCS-2'
   parts: string[]
+  /** When it was paid for: a recipient no carrier takes is given up CARRIER_GIVE_UP_AFTER_MS after. */
+  createdAt: Date
 }
 
-/** What became of one recipient at the carrier. */
-export type Handoff =
-  | { recipient: ClaimedRecipient; message: MessageInfo; carrier: Carrier; accepted: { sequence: number; carrierMessageId: string }[]; error: null }
-  | { recipient: ClaimedRecipient; message: MessageInfo; carrier: Carrier; accepted: { sequence: number; carrierMessageId: string }[]; error: string }
+/** A part a carrier accepted. */
+export interface AcceptedByCarrier {
+  sequence: number
+  carrierMessageId: string
+  carrier: Carrier
+}
+
+/** What became of one recipient at the carriers of its route. */
+export interface Handoff {
+  recipient: ClaimedRecipient
+  message: MessageInfo
+  /** The carrier that took its first part; the last one tried when none took it. */
+  carrier: Carrier
+  /** That carrier's connection name, shown on the recipient once sent. */
+  carrierName: string
+  accepted: AcceptedByCarrier[]
+  /** Null when every part was taken; why not otherwise. */
+  error: string | null
+  /** Set when no carrier of its route can take it now: it goes back to the queue, due then. */
+  retryAt?: Date
+}
 
 export const OPTED_OUT_ERROR = 'not sent: the recipient opted out before the message was handed to the carrier; its credits were refunded'
 
@@ -64,21 +85,26 @@ export async function recordHandoffs(
   const moves = metrics.tally()
   await db.transaction().execute(async (trx) => {
     const progress = new ProgressBatch(demand, dialect)
-    const sent = handoffs.filter((h) => h.error === null)
-    // The recipient shows the carrier's id of its first part, written as it moves to sent.
+    const sent = handoffs.filter((h) => h.error === null && h.retryAt === undefined)
+    // The recipient shows the carrier's id of its first part and the connection that took
+    // it, written as it moves to sent.
     const firstParts = new Map(sent.map((h) => [h.recipient.id, h.accepted.find((p) => p.sequence === 1)?.carrierMessageId ?? null]))
-    const moved = await moveRecipients(trx, nodeId, sent.map((h) => h.recipient.id), { status: 'sent', sent_at: at }, firstParts)
+    const carrierNames = new Map(sent.map((h) => [h.recipient.id, h.carrierName]))
+    const moved = await moveRecipients(trx, nodeId, sent.map((h) => h.recipient.id), { status: 'sent', sent_at: at }, { carrier_message_id: firstParts, carrier: carrierNames })
     const sentHere = sent.filter((h) => moved.has(h.recipient.id))
 
-    const byCarrier = new Map<Carrier, Handoff[]>()
+    const byCarrier = new Map<Carrier, { h: Handoff; p: AcceptedByCarrier }[]>()
     for (const h of handoffs) {
-      if (h.error === null && !moved.has(h.recipient.id)) continue
-      byCarrier.set(h.carrier, [...(byCarrier.get(h.carrier) ?? []), h])
+      if (h.error === null && h.retryAt === undefined && !moved.has(h.recipient.id)) continue
+      for (const p of h.accepted) {
+        let parts = byCarrier.get(p.carrier)
+        if (parts === undefined) byCarrier.set(p.carrier, (parts = []))
+        parts.push({ h, p })
+      }
     }
-    for (const [carrier, group] of byCarrier) {
+    for (const [carrier, parts] of byCarrier) {
       // A carrier outside the store had each part recorded as it accepted it (HandoffJournal).
       if (carrier.record === undefined) continue
-      const parts = group.flatMap((h) => h.accepted.map((p) => ({ h, p })))
       await insertParts(
         trx,
         parts.map(({ h, p }) => ({
@@ -96,11 +122,13 @@ export async function recordHandoffs(
     for (const h of sentHere) {
       moves.add({ from: 'queued', to: 'sent' }, h.carrier.name)
       progress.count(h.message.id, h.message.broadcastId, { sent: 1 })
-      await progress.event(smsSent({ messageId: h.message.id, accountId: h.recipient.accountId, phoneNumber: h.recipient.phoneNumber }, now), h.message.kind === 'broadcast')
+      await progress.event(smsSent({ messageId: h.message.id, accountId: h.recipient.accountId, phoneNumber: h.recipient.phoneNumber }, now, h.carrierName), h.message.kind === 'broadcast')
     }
 
+    await requeue(trx, nodeId, handoffs.filter((h) => h.retryAt !== undefined))
+
     const failures = [
-      ...handoffs.filter((h): h is Handoff & { error: string } => h.error !== null),
+      ...handoffs.filter((h): h is Handoff & { error: string } => h.error !== null && h.retryAt === undefined),
       ...optedOut.map((o) => ({ ...o, error: OPTED_OUT_ERROR, refund: true })),
     ]
     for (const f of failures) {
@@ -110,8 +138,9 @@ export async function recordHandoffs(
       progress.count(f.message.id, f.message.broadcastId, { failed: 1 })
       await progress.event(smsFailed({ messageId: f.message.id, accountId: f.recipient.accountId, phoneNumber: f.recipient.phoneNumber }, now, f.error), f.message.kind === 'broadcast')
       if ('refund' in f && !f.message.sandbox && f.message.kind !== 'reply') {
-        await refund(trx, f.recipient.accountId, f.message.segments, now)
-        await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${f.message.segments}` }).where('id', '=', f.message.id).execute()
+        const credits = f.message.segments * f.recipient.price
+        await refund(trx, f.recipient.accountId, credits, now)
+        await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${credits}` }).where('id', '=', f.message.id).execute()
       }
     }
     await progress.write(trx, now)
@@ -125,14 +154,18 @@ async function moveRecipients(
   nodeId: string,
   ids: readonly number[],
   changes: { status: 'sent'; sent_at: string } | { status: 'failed'; failed_at: string; error: string },
-  carrierIds?: ReadonlyMap<number, string | null>,
+  perRecipient?: { carrier_message_id: ReadonlyMap<number, string | null>; carrier: ReadonlyMap<number, string | null> },
 ): Promise<Set<number>> {
   const moved = new Set<number>()
   for (let start = 0; start < ids.length; start += IDS_PER_STATEMENT) {
     const chunk = ids.slice(start, start + IDS_PER_STATEMENT)
     const rows = await trx
       .updateTable('message_recipients')
-      .set({ ...changes, ...Leases.released(), ...(carrierIds ? { carrier_message_id: carrierIdCase(chunk, carrierIds) } : {}) })
+      .set({
+        ...changes,
+        ...Leases.released(),
+        ...(perRecipient ? { carrier_message_id: caseById(chunk, perRecipient.carrier_message_id), carrier: caseById(chunk, perRecipient.carrier) } : {}),
+      })
       .where('id', 'in', chunk)
       .where('status', '=', 'queued')
       .where('lease_owner', '=', nodeId)
@@ -144,7 +177,31 @@ async function moveRecipients(
 }
 
 /** `case id when … then … end`: one statement gives each row its own value. */
-function carrierIdCase(ids: readonly number[], carrierIds: ReadonlyMap<number, string | null>) {
-  const branches = ids.map((id) => sql`when ${id} then ${carrierIds.get(id) ?? null}`)
+function caseById(ids: readonly number[], values: ReadonlyMap<number, string | null>) {
+  const branches = ids.map((id) => sql`when ${id} then ${values.get(id) ?? null}`)
   return sql<string | null>`case id ${sql.join(branches, sql` `)} end`
+}
+
+/**
+ * Recipients no carrier of their route could take now go back to the queue, due at their
+ * retry time; the parts a carrier did accept are already recorded and are not handed
+ * over again.
+ */
+async function requeue(trx: Transaction<DB>, nodeId: string, retries: readonly Handoff[]): Promise<void> {
+  const byTime = new Map<string, number[]>()
+  for (const h of retries) {
+    const at = h.retryAt!.toISOString()
+    byTime.set(at, [...(byTime.get(at) ?? []), h.recipient.id])
+  }
+  for (const [dueAt, ids] of byTime) {
+    for (let start = 0; start < ids.length; start += IDS_PER_STATEMENT) {
+      await trx
+        .updateTable('message_recipients')
+        .set({ due_at: dueAt, ...Leases.released() })
+        .where('id', 'in', ids.slice(start, start + IDS_PER_STATEMENT))
+        .where('status', '=', 'queued')
+        .where('lease_owner', '=', nodeId)
+        .execute()
+    }
+  }
 }

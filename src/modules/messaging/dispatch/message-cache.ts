@@ -16,7 +16,7 @@ export class MessageInfoCache {
     if (missing.length > 0) {
       const rows = await this.db
         .selectFrom('messages')
-        .select(['id', 'account_id', 'kind', 'broadcast_id', 'content', 'sender_id', 'sandbox', 'segments'])
+        .select(['id', 'account_id', 'kind', 'broadcast_id', 'content', 'sender_id', 'sandbox', 'segments', 'created_at'])
         .where('id', 'in', missing)
         .execute()
       for (const row of rows) {
@@ -32,6 +32,7 @@ export class MessageInfoCache {
           segments: Number(row.segments),
           encoding,
           parts,
+          createdAt: new Date(row.created_at),
         })
       }
     }

@@ -18,6 +18,7 @@ export interface QueuedRecipientRow {
   message_id: string
   account_id: string
   phone_number: string
+  price: number
 }
 
 interface Claim {
@@ -85,6 +86,6 @@ async function claimWhere(db: Kysely<DB>, claim: Claim, candidates: RawBuilder<u
   const { rows } = await sql<QueuedRecipientRow>`
     update message_recipients set lease_owner = ${claim.lease_owner}, lease_expires_at = ${claim.lease_expires_at}
     where id in (${candidates})
-    returning id, message_id, account_id, phone_number`.execute(db)
+    returning id, message_id, account_id, phone_number, price`.execute(db)
   return rows
 }

@@ -63,7 +63,7 @@ export async function receiveInbound(deps: MessagingDeps, message: CarrierInboun
           scheduled_at: null,
           created_at: at,
         })
-        await queries.insertRecipients(trx, [{ message_id: messageId, account_id: owner, phone_number: sender.number, status: 'queued', due_at: at }])
+        await queries.insertRecipients(trx, [{ message_id: messageId, account_id: owner, phone_number: sender.number, status: 'queued', due_at: at, price: 1 }])
         repliesQueued = 1
       }
     }

@@ -5,10 +5,10 @@ import type { DB, MessageRecipientsTable, MessagesTable, RecipientStatus } from 
 type Handle = Kysely<DB> | Transaction<DB>
 export type MessageRow = Selectable<MessagesTable>
 
-type NewRecipient = Pick<MessageRecipientsTable, 'message_id' | 'account_id' | 'phone_number' | 'status' | 'due_at'>
+type NewRecipient = Pick<MessageRecipientsTable, 'message_id' | 'account_id' | 'phone_number' | 'status' | 'due_at'> & { price: number }
 export const insertRecipients = createBulkInsert<NewRecipient>({
   table: 'message_recipients',
-  columns: ['message_id', 'account_id', 'phone_number', 'status', 'due_at'],
+  columns: ['message_id', 'account_id', 'phone_number', 'status', 'due_at', 'price'],
 })
 
 export type NewMessage = Omit<MessagesTable, 'sent_count' | 'delivered_count' | 'failed_count' | 'receipt_timeout_count'>
@@ -22,14 +22,14 @@ export async function insertMessage(trx: Transaction<DB>, row: NewMessage): Prom
  * (PostgreSQL): each selects from its `debit`, so nothing is written when the balance is
  * short. Recipients are inserted in the order given, as insertRecipients does.
  */
-export function paidMessageWrites(row: NewMessage, phoneNumbers: readonly string[], dueAt: string): RawBuilder<unknown>[] {
+export function paidMessageWrites(row: NewMessage, phoneNumbers: readonly string[], prices: readonly number[], dueAt: string): RawBuilder<unknown>[] {
   return [
     sql`insert into messages (id, account_id, kind, broadcast_id, content, sender_id, encoding, segments, sandbox, recipients, credits_used, scheduled_at, created_at)
       select ${row.id}, ${row.account_id}, ${row.kind}, ${row.broadcast_id}, ${row.content}, ${row.sender_id}, ${row.encoding}, ${row.segments},
         ${row.sandbox}, ${row.recipients}, ${row.credits_used}, ${row.scheduled_at}, ${row.created_at} from debit`,
-    sql`insert into message_recipients (message_id, account_id, phone_number, status, due_at)
-      select ${row.id}, ${row.account_id}, phone.number, 'queued', ${dueAt}
-      from debit, unnest(${phoneNumbers}::text[]) with ordinality as phone(number, position)
+    sql`insert into message_recipients (message_id, account_id, phone_number, status, due_at, price)
+      select ${row.id}, ${row.account_id}, phone.number, 'queued', ${dueAt}, phone.price
+      from debit, unnest(${phoneNumbers}::text[], ${prices}::integer[]) with ordinality as phone(number, price, position)
       order by phone.position`,
   ]
 }
@@ -41,7 +41,7 @@ export function findMessage(db: Handle, accountId: string, messageId: string) {
 export function listRecipients(db: Handle, messageId: string, limit: number) {
   return db
     .selectFrom('message_recipients')
-    .select(['phone_number', 'status', 'carrier_message_id', 'sent_at', 'delivered_at', 'failed_at', 'error', 'receipt_timed_out_at'])
+    .select(['phone_number', 'status', 'carrier_message_id', 'carrier', 'sent_at', 'delivered_at', 'failed_at', 'error', 'receipt_timed_out_at'])
     .where('message_id', '=', messageId)
     .orderBy('id')
     .limit(limit)

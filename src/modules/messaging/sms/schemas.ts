@@ -55,6 +55,7 @@ export const SmsRecipient = Type.Object({
   phoneNumber: Type.String(),
   status: RecipientStatus,
   carrierMessageId: Nullable(Type.String()),
+  carrier: Nullable(Type.String({ description: 'The carrier connection that took it, by name (`sandbox` for a Playground key); null until sent' })),
   sentAt: Nullable(Timestamp),
   deliveredAt: Nullable(Timestamp),
   failedAt: Nullable(Timestamp),

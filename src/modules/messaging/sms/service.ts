@@ -49,7 +49,9 @@ export async function sendSms(deps: MessagingDeps, sender: Sender, body: SendSms
   try {
     const optedOut = await optedOutAmong(deps.db, sender.accountId, recipients)
     const queued = recipients.filter((n) => !optedOut.has(n))
-    const creditsUsed = sender.sandbox ? 0 : queued.length * segments
+    // Each number costs its route's price per segment, fixed now: a refund gives back that.
+    const prices = queued.map((n) => (sender.sandbox ? 1 : deps.priceOf(sender.accountId, n)))
+    const creditsUsed = sender.sandbox ? 0 : prices.reduce((sum, p) => sum + p, 0) * segments
     const message: queries.NewMessage = {
       id: newId(),
       account_id: sender.accountId,
@@ -79,7 +81,7 @@ export async function sendSms(deps: MessagingDeps, sender: Sender, body: SendSms
       },
     }
     if (creditsUsed > 0 && deps.dialect.writableCtes) {
-      const writes = queries.paidMessageWrites(message, queued, dueAt)
+      const writes = queries.paidMessageWrites(message, queued, prices, dueAt)
       if (idempotencyKey !== undefined) writes.push(idempotency.completeWrite(sender.accountId, idempotencyKey, outcome))
       await debitWith(deps.db, sender.accountId, creditsUsed, now, writes)
     } else {
@@ -87,7 +89,7 @@ export async function sendSms(deps: MessagingDeps, sender: Sender, body: SendSms
         await queries.insertMessage(trx, message)
         await queries.insertRecipients(
           trx,
-          queued.map((phone_number) => ({ message_id: message.id, account_id: sender.accountId, phone_number, status: 'queued' as const, due_at: dueAt })),
+          queued.map((phone_number, i) => ({ message_id: message.id, account_id: sender.accountId, phone_number, status: 'queued' as const, due_at: dueAt, price: prices[i]! })),
         )
         await debit(trx, sender.accountId, creditsUsed, now)
         if (idempotencyKey !== undefined) await idempotency.complete(trx, sender.accountId, idempotencyKey, outcome)
@@ -160,6 +162,7 @@ export async function getMessage(deps: MessagingDeps, accountId: string, message
       phoneNumber: r.phone_number,
       status: r.status,
       carrierMessageId: r.carrier_message_id,
+      carrier: r.carrier,
       sentAt: r.sent_at,
       deliveredAt: r.delivered_at,
       failedAt: r.failed_at,

@@ -52,7 +52,7 @@ describe('POST /v1/sms/send', () => {
     const message = await settled(response.body.messageId)
     expect(message).toMatchObject({ content: 'Your code is 123456', senderId: 'Acme', segments: 1, encoding: 'GSM-7', sandbox: false, recipientCount: 2, sent: 2, delivered: 1, failed: 1 })
     const [delivered, failed] = message.recipients
-    expect(delivered).toMatchObject({ phoneNumber: '+14155550123', status: 'delivered', carrierMessageId: expect.any(String), sentAt: expect.any(String), deliveredAt: expect.any(String), failedAt: null, error: null })
+    expect(delivered).toMatchObject({ phoneNumber: '+14155550123', status: 'delivered', carrierMessageId: expect.any(String), carrier: 'default', sentAt: expect.any(String), deliveredAt: expect.any(String), failedAt: null, error: null })
     // Numbers ending 0000-0099 fail at the simulated carrier.
     expect(failed).toMatchObject({ phoneNumber: '+14155550042', status: 'failed', carrierMessageId: expect.any(String), failedAt: expect.any(String), error: expect.stringContaining('UNDELIV') })
   })
@@ -65,8 +65,8 @@ describe('POST /v1/sms/send', () => {
     })
     const of = (type: string) => events.filter((e) => e.type === type).map((e) => e.data)
     expect(of('SmsSent')).toEqual(expect.arrayContaining([
-      { messageId, recipientPhone: '+14155550124', sentAt: expect.any(String) },
-      { messageId, recipientPhone: '+14155550043', sentAt: expect.any(String) },
+      { messageId, recipientPhone: '+14155550124', sentAt: expect.any(String), carrier: 'default' },
+      { messageId, recipientPhone: '+14155550043', sentAt: expect.any(String), carrier: 'default' },
     ]))
     expect(of('SmsDelivered')).toEqual([{ messageId, recipientPhone: '+14155550124', deliveredAt: expect.any(String) }])
     expect(of('SmsFailed')).toEqual([{ messageId, recipientPhone: '+14155550043', failedAt: expect.any(String), error: expect.any(String) }])

@@ -10,6 +10,7 @@ import * as webhookIndexes from './2026-11-24-0008-webhook-indexes.js'
 import * as webhookJobs from './2026-11-24-0009-webhook-jobs.js'
 import * as carrierParts from './2026-11-26-0010-carrier-parts.js'
 import * as dispatchLanes from './2026-11-26-0011-dispatch-lanes.js'
+import * as carrierRouting from './2026-11-27-0012-carrier-routing.js'
 
 export type MigrationDialect = 'sqlite' | 'postgres'
 
@@ -31,6 +32,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '2026-11-24-0009-webhook-jobs': webhookJobs,
   '2026-11-26-0010-carrier-parts': carrierParts,
   '2026-11-26-0011-dispatch-lanes': dispatchLanes,
+  '2026-11-27-0012-carrier-routing': carrierRouting,
 }
 
 /** Brings the store to the newest schema; safe to run on every start and on many nodes at once. */

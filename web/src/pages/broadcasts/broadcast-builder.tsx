@@ -1,5 +1,5 @@
 import { useEffect, useState, type FormEvent } from 'react'
-import type { ContactList, SegmentListItem, SendBroadcastResult } from '../../api'
+import { unwrap, type ContactList, type RequestBody, type SegmentListItem, type SendBroadcastResult } from '../../api'
 import { ConfirmDialog } from '../../components/confirm-dialog'
 import { TextAreaField, TextField } from '../../components/field'
 import { ProblemAlert } from '../../components/problem-alert'
@@ -11,13 +11,7 @@ import { AudienceFieldset } from './audience-fieldset'
 import { useRecipientCount, type TargetKind } from './use-recipient-count'
 import { SenderIdField } from '../../components/sender-id-field'
 
-interface NewBroadcast {
-  name: string
-  message: string
-  senderId: string
-  contactListId?: string
-  segmentId?: string
-}
+type NewBroadcast = RequestBody<'createBroadcast'>
 
 interface BuilderProps {
   lists: ContactList[]
@@ -47,10 +41,10 @@ export function BroadcastBuilder({ lists, segments, onChanged }: BuilderProps) {
   }, [targets, targetId])
 
   const sending = useConfirmation<NewBroadcast>(async (body) => {
-    const id = await api<string>('POST', '/broadcasts', { body })
+    const id = await unwrap(api.POST('/v1/broadcasts', { body }))
     onChanged()
     // Created as a draft; if the send is refused (402) the draft stays in the list below.
-    const sent = await api<SendBroadcastResult>('POST', `/broadcasts/${id}/send`, { body: {} })
+    const sent = await unwrap(api.POST('/v1/broadcasts/{id}/send', { params: { path: { id } }, body: {} }))
     setResult(sent)
     setName('')
     setMessage('')

@@ -1,5 +1,5 @@
 import { useState } from 'react'
-import type { Broadcast, SendBroadcastResult } from '../../api'
+import { unwrap, type Broadcast } from '../../api'
 import { ConfirmDialog } from '../../components/confirm-dialog'
 import { actionsColumn, DataTable, type Column, type TablePager } from '../../components/data-table'
 import { ProblemAlert } from '../../components/problem-alert'
@@ -50,8 +50,9 @@ export function BroadcastTable({ broadcasts, pager, audienceName, onChanged }: T
   const [error, setError] = useState<unknown>(null)
 
   const acting = useConfirmation<BroadcastAction>(async ({ broadcast, action }) => {
-    if (action === 'send') await api<SendBroadcastResult>('POST', `/broadcasts/${broadcast.id}/send`, { body: {} })
-    else await api('DELETE', `/broadcasts/${broadcast.id}`)
+    const path = { id: broadcast.id }
+    if (action === 'send') await unwrap(api.POST('/v1/broadcasts/{id}/send', { params: { path }, body: {} }))
+    else await unwrap(api.DELETE('/v1/broadcasts/{id}', { params: { path } }))
     onChanged()
   }, setError)
   const target = acting.target

@@ -1,4 +1,4 @@
-import type { SegmentPreview } from '../../api'
+import { unwrap } from '../../api'
 import { useApi } from '../../session'
 import { useLoad } from '../../use-load'
 
@@ -9,8 +9,8 @@ export function useRecipientCount(kind: TargetKind, targetId: string) {
   const api = useApi()
   return useLoad(async (signal) => {
     if (!targetId) return null
-    if (kind === 'segment') return api<SegmentPreview>('GET', `/audience/segments/${targetId}/preview?limit=0`, { signal })
+    if (kind === 'segment') return unwrap(api.GET('/v1/audience/segments/{id}/preview', { params: { path: { id: targetId }, query: { limit: 0 } }, signal }))
     const rules = JSON.stringify([{ field: 'contactListId', operator: 'equals', value: targetId }])
-    return api<SegmentPreview>('POST', '/audience/segments/preview?limit=0', { body: { rulesOperator: 'AND', rules }, signal })
+    return unwrap(api.POST('/v1/audience/segments/preview', { params: { query: { limit: 0 } }, body: { rulesOperator: 'AND', rules }, signal }))
   }, `${kind}:${targetId}`)
 }

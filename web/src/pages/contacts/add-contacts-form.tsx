@@ -1,5 +1,5 @@
 import { useState } from 'react'
-import type { CreateContactsResult } from '../../api'
+import { unwrap, type CreateContactsResult } from '../../api'
 import { TextAreaField } from '../../components/field'
 import { ProblemAlert } from '../../components/problem-alert'
 import { plural } from '../../format'
@@ -19,7 +19,7 @@ export function AddContactsForm({ version, onAdded }: { version: number; onAdded
   const adding = useSubmit(async () => {
     setResult(null)
     const body = { phoneNumbers, ...(contactListId ? { contactListId } : {}) }
-    const added = await api<CreateContactsResult>('POST', '/contacts', { body })
+    const added = await unwrap(api.POST('/v1/contacts', { body }))
     setResult(added)
     // Invalid numbers stay in the field, to be corrected.
     if (added.invalid.length === 0) setPhoneNumbers('')

@@ -1,5 +1,5 @@
 import { useState } from 'react'
-import type { Contact, Page } from '../../api'
+import { unwrap } from '../../api'
 import { ContactTable } from '../../components/contact-table'
 import { ProblemAlert } from '../../components/problem-alert'
 import { plural } from '../../format'
@@ -17,8 +17,8 @@ export function ContactBrowser({ version }: { version: number }) {
   const [search, setSearch] = useState('')
   const [pageNumber, setPageNumber] = useState(1)
   const term = useSettled(search.trim(), SEARCH_SETTLE_MS)
-  const query = `pageNumber=${pageNumber}&pageSize=${CONTACTS_PAGE_SIZE}${term ? `&search=${encodeURIComponent(term)}` : ''}`
-  const contacts = useLoad((signal) => api<Page<Contact>>('GET', `/contacts?${query}`, { signal }), `${query}:${version}`)
+  const query = { pageNumber, pageSize: CONTACTS_PAGE_SIZE, search: term || undefined }
+  const contacts = useLoad((signal) => unwrap(api.GET('/v1/contacts', { params: { query }, signal })), `${JSON.stringify(query)}:${version}`)
 
   return (
     <section aria-labelledby="contacts-heading" className="card">

@@ -1,4 +1,5 @@
 import { useState } from 'react'
+import { unwrap } from '../../api'
 import { TextField } from '../../components/field'
 import { ProblemAlert } from '../../components/problem-alert'
 import { useApi } from '../../session'
@@ -11,7 +12,7 @@ export function CreateListForm({ onCreated }: { onCreated(name: string): void })
 
   const creation = useSubmit(async () => {
     const trimmed = description.trim()
-    await api<string>('POST', '/contact-lists', { body: { name: name.trim(), ...(trimmed ? { description: trimmed } : {}) } })
+    await unwrap(api.POST('/v1/contact-lists', { body: { name: name.trim(), ...(trimmed ? { description: trimmed } : {}) } }))
     setName('')
     setDescription('')
     onCreated(name.trim())

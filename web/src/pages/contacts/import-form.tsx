@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react'
-import { ApiError, type ContactImport } from '../../api'
+import { ApiError, unwrap, type ContactImport } from '../../api'
 import { ProblemAlert } from '../../components/problem-alert'
 import { useApi } from '../../session'
 import { useSubmit } from '../../use-submit'
@@ -33,8 +33,16 @@ export function ImportForm({ version, onImported }: { version: number; onImporte
     setProgress(null)
     setImportId(null)
     setTotalRows(await countRows(chosen))
-    const query = contactListId ? `?contactListId=${encodeURIComponent(contactListId)}` : ''
-    const accepted = await api<{ importId: string }>('POST', `/contacts/import${query}`, { upload: { content: chosen, contentType: 'text/csv' } })
+    const accepted = await unwrap(
+      api.POST('/v1/contacts/import', {
+        params: { query: { contactListId: contactListId || undefined } },
+        // The document types a CSV body as text; the file goes as it is, so its bytes
+        // reach the server unchanged, in whatever encoding it was saved.
+        body: chosen as Blob as unknown as string,
+        bodySerializer: (csv) => csv,
+        headers: { 'content-type': 'text/csv' },
+      }),
+    )
     setImportId(accepted.importId)
     setFile(null)
     if (fileInput.current) fileInput.current.value = ''
@@ -48,7 +56,7 @@ export function ImportForm({ version, onImported }: { version: number; onImporte
     const controller = new AbortController()
     const poll = async () => {
       try {
-        const state = await api<ContactImport>('GET', `/contacts/imports/${importId}`, { signal: controller.signal })
+        const state = await unwrap(api.GET('/v1/contacts/imports/{id}', { params: { path: { id: importId } }, signal: controller.signal }))
         setProgress(state)
         if (state.status === 'processing') timer = window.setTimeout(() => void poll(), IMPORT_POLL_MS)
         else onImportedRef.current()
@@ -67,7 +75,7 @@ export function ImportForm({ version, onImported }: { version: number; onImporte
   const submit = (event: FormEvent) => {
     event.preventDefault()
     // Said before anything is sent: the API would only answer that the body is empty.
-    if (!file) showError(new ApiError({ title: 'No file chosen', status: 0, detail: 'Choose a CSV file to import.' }))
+    if (!file) showError(new ApiError({ type: 'about:blank', title: 'No file chosen', status: 0, detail: 'Choose a CSV file to import.' }))
     else void upload.submit(file)
   }
 

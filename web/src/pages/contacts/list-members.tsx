@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'react'
-import type { Contact, ContactList, Page } from '../../api'
+import { unwrap, type Contact, type ContactList } from '../../api'
 import { ContactTable } from '../../components/contact-table'
 import { TextField } from '../../components/field'
 import { ProblemAlert } from '../../components/problem-alert'
@@ -22,8 +22,8 @@ interface ListMembersProps {
 export function ListMembers({ list, version, onChanged, onClose }: ListMembersProps) {
   const api = useApi()
   const [pageNumber, setPageNumber] = useState(1)
-  const query = `contactListId=${encodeURIComponent(list.id)}&pageNumber=${pageNumber}&pageSize=${CONTACTS_PAGE_SIZE}`
-  const members = useLoad((signal) => api<Page<Contact>>('GET', `/contacts?${query}`, { signal }), `${query}:${version}`)
+  const query = { contactListId: list.id, pageNumber, pageSize: CONTACTS_PAGE_SIZE }
+  const members = useLoad((signal) => unwrap(api.GET('/v1/contacts', { params: { query }, signal })), `${JSON.stringify(query)}:${version}`)
   const [phoneNumbers, setPhoneNumbers] = useState('')
   const [notice, setNotice] = useState<string | null>(null)
   // Opened from the lists table above: bring it into view.
@@ -34,7 +34,7 @@ export function ListMembers({ list, version, onChanged, onClose }: ListMembersPr
 
   const adding = useSubmit(async () => {
     setNotice(null)
-    const { added } = await api<{ added: number }>('POST', `/contact-lists/${list.id}/contacts`, { body: { phoneNumbers } })
+    const { added } = await unwrap(api.POST('/v1/contact-lists/{id}/contacts', { params: { path: { id: list.id } }, body: { phoneNumbers } }))
     setNotice(`${plural(added, 'member')} added to ${list.name}.`)
     setPhoneNumbers('')
     onChanged()
@@ -42,7 +42,7 @@ export function ListMembers({ list, version, onChanged, onClose }: ListMembersPr
 
   const removing = useSubmit(async (contact: Contact) => {
     setNotice(null)
-    await api('DELETE', `/contact-lists/${list.id}/contacts/${contact.id}`)
+    await unwrap(api.DELETE('/v1/contact-lists/{id}/contacts/{contactId}', { params: { path: { id: list.id, contactId: contact.id } } }))
     setNotice(`${contact.phoneNumber} removed from ${list.name}. The contact stays.`)
     onChanged()
   })

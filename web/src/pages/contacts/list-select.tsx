@@ -1,4 +1,4 @@
-import type { ContactList, Page } from '../../api'
+import { unwrap } from '../../api'
 import { useApi } from '../../session'
 import { useLoad } from '../../use-load'
 
@@ -14,7 +14,7 @@ interface ListSelectProps {
 /** A choice of one contact list, or none, for the contacts a form adds. */
 export function ListSelect({ id, label, version, value, onChange }: ListSelectProps) {
   const api = useApi()
-  const lists = useLoad((signal) => api<Page<ContactList>>('GET', '/contact-lists?pageSize=100', { signal }), `all-lists:${version}`)
+  const lists = useLoad((signal) => unwrap(api.GET('/v1/contact-lists', { params: { query: { pageSize: 100 } }, signal })), `all-lists:${version}`)
   return (
     <div className="field">
       <label htmlFor={id}>{label}</label>

@@ -1,5 +1,5 @@
 import { useState } from 'react'
-import type { ContactList, Page } from '../../api'
+import { unwrap, type ContactList } from '../../api'
 import { ConfirmDialog } from '../../components/confirm-dialog'
 import { actionsColumn, DataTable, type Column } from '../../components/data-table'
 import { ProblemAlert } from '../../components/problem-alert'
@@ -25,14 +25,14 @@ export function ListsSection({ version, managingId, onChanged, onManage, onDelet
   const api = useApi()
   const [pageNumber, setPageNumber] = useState(1)
   const lists = useLoad(
-    (signal) => api<Page<ContactList>>('GET', `/contact-lists?pageNumber=${pageNumber}&pageSize=${LISTS_PAGE_SIZE}`, { signal }),
+    (signal) => unwrap(api.GET('/v1/contact-lists', { params: { query: { pageNumber, pageSize: LISTS_PAGE_SIZE } }, signal })),
     `lists:${pageNumber}:${version}`,
   )
   const [deleteError, setDeleteError] = useState<unknown>(null)
   const [notice, setNotice] = useState<string | null>(null)
 
   const removal = useConfirmation<ContactList>(async (deleting) => {
-    await api('DELETE', `/contact-lists/${deleting.id}`)
+    await unwrap(api.DELETE('/v1/contact-lists/{id}', { params: { path: { id: deleting.id } } }))
     setNotice(`List "${deleting.name}" deleted. Its contacts stay.`)
     onDeleted(deleting.id)
   }, setDeleteError)

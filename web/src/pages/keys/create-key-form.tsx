@@ -1,5 +1,5 @@
 import { useState } from 'react'
-import type { Permission } from '../../api'
+import { unwrap, type Permission } from '../../api'
 import { TextField } from '../../components/field'
 import { ProblemAlert } from '../../components/problem-alert'
 import { useApi } from '../../session'
@@ -17,7 +17,7 @@ export function CreateKeyForm({ onCreated }: { onCreated(name: string, rawKey: s
   const [permission, setPermission] = useState<Permission>('Full')
 
   const creation = useSubmit(async () => {
-    const rawKey = await api<string>('POST', '/keys', { body: { name: name.trim(), permission } })
+    const rawKey = await unwrap(api.POST('/v1/keys', { body: { name: name.trim(), permission } }))
     setName('')
     onCreated(name.trim(), rawKey)
   })

@@ -1,5 +1,5 @@
 import { useState } from 'react'
-import type { Account } from '../../api'
+import { unwrap, type Account } from '../../api'
 import { TextField } from '../../components/field'
 import { ProblemAlert } from '../../components/problem-alert'
 import { SuccessNotice } from '../../components/success-notice'
@@ -16,8 +16,9 @@ export function AccountSummary({ account, onChanged }: { account: Account; onCha
   const saving = useSubmit(async () => {
     setSaved(false)
     // Sent as typed (a number when it is one), so the API's own validation speaks for bad input.
-    const value = /^\d+$/.test(threshold.trim()) ? Number(threshold.trim()) : threshold
-    await api('PATCH', '/account', { body: { lowBalanceThreshold: value } })
+    // The cast lets a non-number through to the API, which then names the field in its 422.
+    const value = (/^\d+$/.test(threshold.trim()) ? Number(threshold.trim()) : threshold) as number
+    await unwrap(api.PATCH('/v1/account', { body: { lowBalanceThreshold: value } }))
     setSaved(true)
     onChanged()
   })

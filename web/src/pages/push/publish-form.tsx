@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react'
-import { ApiError, type PublishResult } from '../../api'
+import { ApiError, unwrap, type PublishResult } from '../../api'
 import { TextAreaField, TextField } from '../../components/field'
 import { ProblemAlert } from '../../components/problem-alert'
 import { plural } from '../../format'
@@ -8,7 +8,7 @@ import { useSubmit } from '../../use-submit'
 import { DEFAULT_EVENT } from './received-events'
 
 /** The data field as the JSON object the API takes, or the problem with it, shown on the field. */
-function parseData(text: string): { data: object } | { error: ApiError } {
+function parseData(text: string): { data: Record<string, unknown> } | { error: ApiError } {
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
@@ -16,11 +16,11 @@ function parseData(text: string): { data: object } | { error: ApiError } {
     return { error: invalidData(`is not valid JSON: ${err instanceof Error ? err.message : String(err)}`) }
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { error: invalidData('must be a JSON object, such as {"status": "shipped"}') }
-  return { data: parsed }
+  return { data: parsed as Record<string, unknown> }
 }
 
 function invalidData(message: string): ApiError {
-  return new ApiError({ title: 'Invalid data', status: 0, detail: 'Fix the data and publish again.', errors: [{ field: 'data', message }] })
+  return new ApiError({ type: 'about:blank', title: 'Invalid data', status: 0, detail: 'Fix the data and publish again.', errors: [{ field: 'data', message }] })
 }
 
 export function PublishForm({ defaultChannel, onPublishing }: { defaultChannel: string; onPublishing(event: string): void }) {
@@ -31,10 +31,10 @@ export function PublishForm({ defaultChannel, onPublishing }: { defaultChannel: 
   const [result, setResult] = useState<PublishResult | null>(null)
   const channelValue = channel ?? defaultChannel
 
-  const publishing = useSubmit(async (payload: object) => {
+  const publishing = useSubmit(async (payload: Record<string, unknown>) => {
     // Listen before publishing, so the event cannot arrive unheard.
     onPublishing(eventName.trim())
-    setResult(await api<PublishResult>('POST', '/push/publish', { body: { channel: channelValue.trim(), event: eventName.trim(), data: payload } }))
+    setResult(await unwrap(api.POST('/v1/push/publish', { body: { channel: channelValue.trim(), event: eventName.trim(), data: payload } })))
   })
   const error = publishing.error
 

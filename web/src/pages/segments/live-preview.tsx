@@ -1,4 +1,4 @@
-import type { RulesOperator, SegmentPreview } from '../../api'
+import { unwrap, type RequestBody, type RulesOperator } from '../../api'
 import { ContactTable } from '../../components/contact-table'
 import { ProblemAlert } from '../../components/problem-alert'
 import { plural } from '../../format'
@@ -15,7 +15,14 @@ export function LivePreview({ rulesOperator, rules }: { rulesOperator: RulesOper
   const key = useSettled(JSON.stringify({ rulesOperator, rules }), PREVIEW_SETTLE_MS)
   const isSettling = key !== JSON.stringify({ rulesOperator, rules })
   const preview = useLoad(
-    (signal) => api<SegmentPreview>('POST', `/audience/segments/preview?limit=${SAMPLE_SIZE}`, { body: JSON.parse(key) as unknown, signal }),
+    (signal) =>
+      unwrap(
+        api.POST('/v1/audience/segments/preview', {
+          params: { query: { limit: SAMPLE_SIZE } },
+          body: JSON.parse(key) as RequestBody<'previewSegmentRules'>,
+          signal,
+        }),
+      ),
     key,
   )
   const isCounting = isSettling || preview.isLoading

@@ -1,5 +1,5 @@
 import { useState, type RefObject } from 'react'
-import type { ContactList, Page, RulesOperator, Segment } from '../../api'
+import { unwrap, type RulesOperator } from '../../api'
 import { TextField } from '../../components/field'
 import { ProblemAlert } from '../../components/problem-alert'
 import { useApi } from '../../session'
@@ -19,7 +19,7 @@ interface SegmentEditorProps {
 export function SegmentEditor({ initial, formRef, onSaved, onCancel }: SegmentEditorProps) {
   const api = useApi()
   const [draft, setDraft] = useState(initial)
-  const lists = useLoad((signal) => api<Page<ContactList>>('GET', '/contact-lists?pageSize=100', { signal }), 'segment-lists')
+  const lists = useLoad((signal) => unwrap(api.GET('/v1/contact-lists', { params: { query: { pageSize: 100 } }, signal })), 'segment-lists')
   const isNew = draft.id === null
 
   const update = (changes: Partial<Draft>) => setDraft((d) => ({ ...d, ...changes }))
@@ -28,8 +28,8 @@ export function SegmentEditor({ initial, formRef, onSaved, onCancel }: SegmentEd
   const saving = useSubmit(async () => {
     const trimmed = draft.description.trim()
     const body = { name: draft.name.trim(), ...(trimmed ? { description: trimmed } : {}), rulesOperator: draft.rulesOperator, rules: rulesOf(draft.rows) }
-    if (isNew) await api<string>('POST', '/audience/segments', { body })
-    else await api<Segment>('PUT', `/audience/segments/${draft.id}`, { body })
+    if (draft.id === null) await unwrap(api.POST('/v1/audience/segments', { body }))
+    else await unwrap(api.PUT('/v1/audience/segments/{id}', { params: { path: { id: draft.id } }, body }))
     onSaved(body.name, isNew)
   })
   const error = saving.error

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react'
-import type { Page, Segment, SegmentListItem } from '../../api'
+import { unwrap, type SegmentListItem } from '../../api'
 import { ConfirmDialog } from '../../components/confirm-dialog'
 import { actionsColumn, DataTable, type Column } from '../../components/data-table'
 import { ProblemAlert } from '../../components/problem-alert'
@@ -26,7 +26,7 @@ export function SegmentList({ version, editingId, onEdit, onDeleted }: SegmentLi
   const api = useApi()
   const [pageNumber, setPageNumber] = useState(1)
   const segments = useLoad(
-    (signal) => api<Page<SegmentListItem>>('GET', `/audience/segments?pageNumber=${pageNumber}&pageSize=${PAGE_SIZE}`, { signal }),
+    (signal) => unwrap(api.GET('/v1/audience/segments', { params: { query: { pageNumber, pageSize: PAGE_SIZE } }, signal })),
     `segments:${pageNumber}:${version}`,
   )
 
@@ -38,12 +38,12 @@ export function SegmentList({ version, editingId, onEdit, onDeleted }: SegmentLi
 
   // The list has no rules: the editor needs the whole segment.
   const opening = useSubmit(async (item: SegmentListItem) => {
-    onEdit(draftOf(await api<Segment>('GET', `/audience/segments/${item.id}`)))
+    onEdit(draftOf(await unwrap(api.GET('/v1/audience/segments/{id}', { params: { path: { id: item.id } } }))))
   })
 
   // Both actions report in the one alert of this section.
   const removal = useConfirmation<SegmentListItem>(async (deleting) => {
-    await api('DELETE', `/audience/segments/${deleting.id}`)
+    await unwrap(api.DELETE('/v1/audience/segments/{id}', { params: { path: { id: deleting.id } } }))
     onDeleted(deleting)
   }, opening.setError)
   const deleting = removal.target

@@ -1,4 +1,4 @@
-import type { SmsListItem, SmsMessage, SmsRecipient } from '../../api'
+import { unwrap, type SmsListItem, type SmsRecipient } from '../../api'
 import { DataTable, type Column } from '../../components/data-table'
 import { ProblemAlert } from '../../components/problem-alert'
 import { formatTime } from '../../format'
@@ -19,7 +19,7 @@ const COLUMNS: Column<SmsRecipient>[] = [
 export function RecipientTable({ id, message }: { id: string; message: SmsListItem }) {
   const api = useApi()
   const version = `${message.messageId}:${message.sent}:${message.delivered}:${message.failed}`
-  const details = useLoad((signal) => api<SmsMessage>('GET', `/sms/${message.messageId}`, { signal }), version)
+  const details = useLoad((signal) => unwrap(api.GET('/v1/sms/{id}', { params: { path: { id: message.messageId } }, signal })), version)
   return (
     <div id={id} className="recipients">
       <ProblemAlert error={details.error} context="Could not load the recipients" />

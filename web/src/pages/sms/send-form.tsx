@@ -1,5 +1,5 @@
 import { useState } from 'react'
-import type { SendSmsResult } from '../../api'
+import { unwrap, type SendSmsResult } from '../../api'
 import { TextAreaField, TextField } from '../../components/field'
 import { ProblemAlert } from '../../components/problem-alert'
 import { plural } from '../../format'
@@ -19,7 +19,7 @@ export function SendForm({ onSent }: { onSent(): void }) {
 
   const sending = useSubmit(async () => {
     setResult(null)
-    const sent = await api<SendSmsResult>('POST', '/sms/send', { body: { recipients: numbers, content, senderId: senderId.trim() } })
+    const sent = await unwrap(api.POST('/v1/sms/send', { body: { recipients: numbers, content, senderId: senderId.trim() } }))
     setResult(sent)
     setRecipients('')
     setContent('')

@@ -1,5 +1,5 @@
 import { useState } from 'react'
-import { EVENT_TYPES, errorsFor, type EventType } from '../../api'
+import { EVENT_TYPES, errorsFor, unwrap, type EventType } from '../../api'
 import { TextField } from '../../components/field'
 import { ProblemAlert } from '../../components/problem-alert'
 import { useApi } from '../../session'
@@ -11,7 +11,7 @@ export function CreateWebhookForm({ onCreated }: { onCreated(id: string): void }
   const [eventType, setEventType] = useState<EventType>('SmsDelivered')
 
   const creation = useSubmit(async () => {
-    const id = await api<string>('POST', '/webhooks', { body: { endpoint: endpoint.trim(), eventType } })
+    const id = await unwrap(api.POST('/v1/webhooks', { body: { endpoint: endpoint.trim(), eventType } }))
     setEndpoint('')
     onCreated(id)
   })

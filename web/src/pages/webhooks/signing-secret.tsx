@@ -1,4 +1,5 @@
 import { useState } from 'react'
+import { unwrap } from '../../api'
 import { ConfirmDialog } from '../../components/confirm-dialog'
 import { ProblemAlert } from '../../components/problem-alert'
 import { SuccessNotice } from '../../components/success-notice'
@@ -13,12 +14,12 @@ export function SigningSecret({ webhookId }: { webhookId: string }) {
   const [notice, setNotice] = useState<string | null>(null)
 
   const reveal = useSubmit(async () => {
-    setSecret((await api<{ secret: string }>('GET', `/webhooks/${webhookId}/secret`)).secret)
+    setSecret((await unwrap(api.GET('/v1/webhooks/{id}/secret', { params: { path: { id: webhookId } } }))).secret)
   })
 
   // Its problem shows in the same alert as the reveal's.
   const rotation = useConfirmation<string>(async (id) => {
-    setSecret((await api<{ secret: string }>('POST', `/webhooks/${id}/secret/rotate`)).secret)
+    setSecret((await unwrap(api.POST('/v1/webhooks/{id}/secret/rotate', { params: { path: { id } } }))).secret)
     setNotice('New secret made. The old one also signs deliveries for 24 hours, so update your receiver before then.')
   }, reveal.setError)
   // One request about the secret at a time.

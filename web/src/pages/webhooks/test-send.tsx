@@ -1,5 +1,5 @@
 import { useState } from 'react'
-import type { DeliveryLogEntry, Webhook } from '../../api'
+import { unwrap, type DeliveryLogEntry, type Webhook } from '../../api'
 import { TextAreaField } from '../../components/field'
 import { ProblemAlert } from '../../components/problem-alert'
 import { useApi } from '../../session'
@@ -12,7 +12,7 @@ export function TestSend({ webhook, onSent }: { webhook: Webhook; onSent(): void
 
   const sending = useSubmit(async () => {
     setResult(null)
-    setResult(await api<DeliveryLogEntry>('POST', '/webhooks/test', { body: { webhookId: webhook.id, payload } }))
+    setResult(await unwrap(api.POST('/v1/webhooks/test', { body: { webhookId: webhook.id, payload } })))
     onSent()
   })
 

@@ -1,5 +1,5 @@
 import { useEffect, useRef } from 'react'
-import type { DeliveryLogEntry, Webhook } from '../../api'
+import { unwrap, type DeliveryLogEntry, type Webhook } from '../../api'
 import { ProblemAlert } from '../../components/problem-alert'
 import { useApi } from '../../session'
 import { useLoad } from '../../use-load'
@@ -15,7 +15,10 @@ const LOG_LIMIT = 50
 /** One webhook's signing secret, a test send and its delivery log, polled while open. */
 export function WebhookDetails({ webhook, onClose }: { webhook: Webhook; onClose(): void }) {
   const api = useApi()
-  const logs = useLoad((signal) => api<DeliveryLogEntry[]>('GET', `/webhooks/${webhook.id}/logs?limit=${LOG_LIMIT}`, { signal }), `logs:${webhook.id}`)
+  const logs = useLoad(
+    (signal) => unwrap(api.GET('/v1/webhooks/{id}/logs', { params: { path: { id: webhook.id }, query: { limit: LOG_LIMIT } }, signal })),
+    `logs:${webhook.id}`,
+  )
   // Opened from the table above: bring it into view.
   const panel = useRef<HTMLElement>(null)
   useEffect(() => {
@@ -30,7 +33,7 @@ export function WebhookDetails({ webhook, onClose }: { webhook: Webhook; onClose
   }, [reload])
 
   const retrying = useSubmit(async (entry: DeliveryLogEntry) => {
-    await api('POST', `/webhooks/logs/${entry.id}/retry`)
+    await unwrap(api.POST('/v1/webhooks/logs/{logId}/retry', { params: { path: { logId: entry.id } } }))
     reload()
   })
 
