@@ -131,6 +131,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     publicUrl: config.publicUrl,
     carrierDownAfterMs: config.carrierDownAfterMs,
     carrierGiveUpAfterMs: config.carrierGiveUpAfterMs,
+    leaseTtlMs: config.leaseTtlMs,
     ...(options.carrierCa ? { carrierCa: options.carrierCa } : {}),
     dispatchBatchSize: config.dispatchBatchSize,
     dispatchConcurrency: config.dispatchConcurrency ?? (config.database.kind === 'postgres' ? 4 : 2),

@@ -217,6 +217,9 @@ describe.skipIf(!canRunBrowser)('the dashboard in a real browser', () => {
 
     await message.getByRole('button', { name: 'Show recipients' }).click()
     await expect.poll(() => message.getByRole('row', { name: /\+14155550100/ }).textContent()).toContain('delivered')
+    // The connection that took it: the environment's, named default, while no route is stored.
+    expect(await message.getByRole('row', { name: /\+14155550100/ }).textContent()).toContain('default')
+    expect(await message.getByRole('columnheader', { name: 'Carrier' }).count()).toBe(1)
     expect(await message.getByRole('row', { name: /\+14155550001/ }).textContent()).toContain('failed')
     await screenshot(page, '09-sms-log')
   })

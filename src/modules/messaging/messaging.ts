@@ -24,6 +24,7 @@ import type { StoredConnection } from './routing/queries.js'
 import { routingRoutes } from './routing/routes.js'
 import { carrierCallbackRoutes } from './routing/callbacks.js'
 import { priceListFor } from './routing/pricing.js'
+import { CarrierBinds } from './routing/binds.js'
 import { ENVIRONMENT_CONNECTION_NAME, type RoutingAdminDeps } from './routing/service.js'
 
 export interface MessagingOptions {
@@ -49,10 +50,14 @@ export interface MessagingOptions {
   carrierConfigPollMs?: number
   /** Tests only: a CA HTTP carriers trust besides Node's own. */
   carrierCa?: string
+  /** LEASE_TTL_MS: how long a bind slot holds without renewal. */
+  leaseTtlMs: number
 }
 
 /** The id the environment's connection (`default`) shows: fixed, so it is the same on every node and every start. */
 export const ENVIRONMENT_CONNECTION_ID = '00000000-0000-7000-8000-000000000000'
+/** Bind slots are renewed every this many configuration polls (seconds): well within LEASE_TTL_MS. */
+const BIND_SWEEP_EVERY_POLLS = 3
 /** A recipient none of its route's carriers takes now is tried again this much later. */
 const UNTAKEN_RETRY_MS = 5_000
 
@@ -80,8 +85,9 @@ export class Messaging implements AppModule {
    * may run on the thread that serves every account's requests.
    */
   private readonly background: MessagingDeps & { demand: EventDemand }
-  private readonly live: Carrier
   private readonly sandbox: SimulatorCarrier
+  /** The environment's simulator (CARRIER=simulator), made when its connection starts. */
+  private readonly environmentSimulator: () => SimulatorCarrier
   readonly connections: CarrierConnections
   private readonly routingAdmin: RoutingAdminDeps
   /** Tests only: the pool HTTP carriers share when they must trust a test CA. */
@@ -125,13 +131,7 @@ export class Messaging implements AppModule {
         pollMs: Math.max(10, Math.min(200, Math.floor(options.simulatorDeliveryDelayMs / 2))),
       })
     this.sandbox = simulator('sandbox')
-    if (options.carrier === 'smpp' && options.smpp) {
-      const smpp = new SmppCarrier({ ...options.smpp, logger: logger.child({ component: 'smpp' }), clock, onRefusedForNow: messagingMetrics.smppRefusals() })
-      messagingMetrics.watchSmpp(smpp)
-      this.live = smpp
-    } else {
-      this.live = simulator('simulator')
-    }
+    this.environmentSimulator = () => simulator('simulator')
     const startedAt = clock.now().toISOString()
     const environment: StoredConnection = {
       id: ENVIRONMENT_CONNECTION_ID,
@@ -145,11 +145,15 @@ export class Messaging implements AppModule {
     this.connections = new CarrierConnections(
       store.background,
       logger.child({ component: 'carrier-connections' }),
-      { connection: environment, carrier: this.live },
+      environment,
       (connection) => this.buildCarrier(connection),
       (carrier) => this.handlers(carrier),
-      { pollMs: options.carrierConfigPollMs ?? 1_000 },
+      // Embedded mode is one process: it binds every connection. Nodes sharing PostgreSQL
+      // lease bind slots, so no more of them bind a connection than its carrier allows.
+      store.dialect.name === 'postgres' ? new CarrierBinds(store.background, clock, leases.nodeId, options.leaseTtlMs) : undefined,
+      { pollMs: options.carrierConfigPollMs ?? 1_000, bindSweepEvery: BIND_SWEEP_EVERY_POLLS },
     )
+    if (environment.type === 'smpp') messagingMetrics.watchSmpp(() => this.connections.environmentCarrier as SmppCarrier | undefined)
     this.routingAdmin = {
       db: store.db,
       clock,
@@ -159,6 +163,7 @@ export class Messaging implements AppModule {
       changed: () => this.connections.changed(),
     }
     messagingMetrics.watchQueue(store.db, store.readLong, clock)
+    messagingMetrics.watchConnections(() => this.connections.states())
     this.receipts = new ReceiptRecorder(store.background, store.dialect, demand, clock, logger.child({ component: 'receipts' }), messagingMetrics, { batchDelayMs: 5 })
     this.receiptTimeouts = new ReceiptTimeouts(this.background, logger.child({ component: 'receipt-timeouts' }), {
       timeoutHours: options.receiptTimeoutHours,
@@ -168,7 +173,8 @@ export class Messaging implements AppModule {
     // windows, and at most a quarter second of a rate-limited carrier's pace, which is also
     // the longest a single send waits for the broadcast batch ahead of it.
     const ratePerQuarterSecond = options.carrier === 'smpp' && options.smpp ? Math.floor(options.smpp.maxPerSecond / 4) : Infinity
-    const batchSize = Math.min(options.dispatchBatchSize, Math.max(20, Math.min(this.live.window * 20, ratePerQuarterSecond)))
+    const window = options.carrier === 'smpp' && options.smpp ? options.smpp.window : SimulatorCarrier.WINDOW
+    const batchSize = Math.min(options.dispatchBatchSize, Math.max(20, Math.min(window * 20, ratePerQuarterSecond)))
     this.dispatcher = new Dispatcher(this.background, { routing: this.connections, sandbox: this.sandbox }, this.receipts, leases, logger.child({ component: 'dispatcher' }), {
       batchSize,
       idlePollMs: 250,
@@ -193,7 +199,7 @@ export class Messaging implements AppModule {
   }
 
   get simulatorActive(): boolean {
-    return this.live.name === 'simulator'
+    return this.routingAdmin.environment.type === 'simulator'
   }
 
   readonly routes: FastifyPluginAsync = async (app) => {
@@ -252,6 +258,16 @@ export class Messaging implements AppModule {
   private buildCarrier(connection: StoredConnection): Carrier {
     const { clock, logger, options } = this.built
     const config = connection.config
+    if (connection.id === ENVIRONMENT_CONNECTION_ID) {
+      if (connection.type === 'simulator' || !options.smpp) return this.environmentSimulator()
+      return new SmppCarrier({
+        ...options.smpp,
+        logger: logger.child({ component: 'smpp' }),
+        clock,
+        downAfterMs: options.carrierDownAfterMs,
+        onRefusedForNow: this.built.metrics.smppRefusals(),
+      })
+    }
     switch (connection.type) {
       case 'simulator': {
         const deliveryDelayMs = typeof config.deliveryDelayMs === 'number' ? config.deliveryDelayMs : options.simulatorDeliveryDelayMs

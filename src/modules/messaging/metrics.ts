@@ -3,7 +3,7 @@ import type { Counter, Histogram } from 'prom-client'
 import type { Clock } from '../../platform/clock.js'
 import type { DB } from '../../platform/db/schema.js'
 import type { Metrics } from '../../platform/metrics/registry.js'
-import type { Carrier } from './carriers/carrier.js'
+import type { Carrier, CarrierState } from './carriers/carrier.js'
 import type { SmppCarrier } from './carriers/smpp.js'
 import { broadcastsWaiting, LANE, waitingIn, type Lane } from './dispatch/queue.js'
 
@@ -168,44 +168,81 @@ export class MessagingMetrics {
   }
 
   /** Gauges of an SMPP link, read from the carrier at each scrape. */
-  watchSmpp(carrier: SmppCarrier): void {
+  /** Each carrier connection's live state on this node, labelled by its name. */
+  watchConnections(states: () => readonly { name: string; state: CarrierState }[]): void {
+    const STATUSES: CarrierState['status'][] = ['up', 'connecting', 'down', 'disabled']
+    this.metrics.gauge({
+      name: 'carrier_connection_status',
+      help: 'Each carrier connection: 1 for the status it is in on this node (up, connecting, down, disabled), 0 for the others.',
+      labelNames: ['connection', 'status'],
+      collect() {
+        this.reset()
+        for (const { name, state } of states()) for (const status of STATUSES) this.set({ connection: name, status }, state.status === status ? 1 : 0)
+      },
+    })
+    this.metrics.gauge({
+      name: 'carrier_connection_in_flight',
+      help: 'Parts handed to the connection on this node and not answered yet.',
+      labelNames: ['connection'],
+      collect() {
+        this.reset()
+        for (const { name, state } of states()) this.set({ connection: name }, state.inFlight)
+      },
+    })
+    this.metrics.gauge({
+      name: 'carrier_connection_sent_last_minute',
+      help: 'Parts the connection accepted from this node in the last 60 s.',
+      labelNames: ['connection'],
+      collect() {
+        this.reset()
+        for (const { name, state } of states()) this.set({ connection: name }, state.sentLastMinute)
+      },
+    })
+  }
+
+  /** The environment's SMPP link (SMPP_URL), while this node runs it (it holds a bind slot). */
+  watchSmpp(carrierNow: () => SmppCarrier | undefined): void {
     this.metrics.gauge({
       name: 'smpp_bound',
       help: '1 while the SMPP link to the SMSC is bound (bind_transceiver accepted), else 0.',
       collect() {
-        this.set(carrier.isBound ? 1 : 0)
+        this.set(carrierNow()?.isBound ? 1 : 0)
       },
     })
     this.metrics.gauge({
       name: 'smpp_window_in_use',
       help: 'submit_sm sent to the SMSC and not answered yet (at most SMPP_WINDOW).',
       collect() {
-        this.set(carrier.windowInUse)
+        this.set(carrierNow()?.windowInUse ?? 0)
       },
     })
     this.metrics.gauge({
       name: 'smpp_window_size',
       help: 'SMPP_WINDOW: submit_sm that may await their answer at once.',
       collect() {
-        this.set(carrier.window)
+        this.set(carrierNow()?.window ?? 0)
       },
     })
     this.metrics.gauge({
       name: 'smpp_waiting_parts',
       help: 'Parts held by this node waiting for the SMPP window, the rate limit or a bind.',
       collect() {
-        this.set(carrier.waitingParts)
+        this.set(carrierNow()?.waitingParts ?? 0)
       },
     })
   }
 
   /** The counter the SMPP carrier moves when the SMSC answers "not now". */
+  /** Counts "not now" answers of every SMPP connection (one counter, however many connections). */
   smppRefusals(): (status: string) => void {
-    const refusals = this.metrics.counter<'status'>({
+    this.refusals ??= this.metrics.counter<'status'>({
       name: 'smpp_throttled_answers_total',
-      help: 'submit_sm answered "not now" by the SMSC (throttled, queue full, system error, temporary application error); the part is sent again after a pause.',
+      help: 'submit_sm answered "not now" by the SMSC (throttled, queue full, temporary application error); the part is sent again after a pause.',
       labelNames: ['status'],
     })
+    const refusals = this.refusals
     return (status) => refusals.inc({ status })
   }
+
+  private refusals: Counter<'status'> | undefined
 }

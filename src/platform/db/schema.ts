@@ -346,6 +346,15 @@ export interface CarrierRoutesTable {
   account_id: string | null
 }
 
+export interface CarrierBindsTable {
+  connection_id: string
+  slot: number
+  lease_owner: string | null
+  lease_expires_at: string | null
+  /** The holder's link: up, connecting or down. */
+  status: 'up' | 'connecting' | 'down' | null
+}
+
 export interface CarrierConfigVersionTable {
   id: number
   version: number | string
@@ -355,6 +364,7 @@ export interface DB {
   carrier_connections: CarrierConnectionsTable
   carrier_routes: CarrierRoutesTable
   carrier_config_version: CarrierConfigVersionTable
+  carrier_binds: CarrierBindsTable
   messages: MessagesTable
   message_recipients: MessageRecipientsTable
   carrier_parts: CarrierPartsTable

@@ -103,6 +103,8 @@ export interface Carrier {
   readonly tables?: readonly (keyof DB)[]
   /** Its live state (up, connecting, down...), for operators. */
   state?(): CarrierState
+  /** Set on the stand-in for a connection only other nodes bind: the dispatcher leaves its recipients to them. */
+  readonly remote?: boolean
   stop(): Promise<void>
 }
 

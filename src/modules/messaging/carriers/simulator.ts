@@ -27,7 +27,8 @@ const REPORTS_PER_POLL = 2000
  * The same code serves the sandbox that Playground keys send to.
  */
 export class SimulatorCarrier implements Carrier {
-  readonly window = 1000
+  static readonly WINDOW = 1000
+  readonly window = SimulatorCarrier.WINDOW
   readonly tables = ['simulator_messages'] as const
   private handlers: CarrierHandlers | undefined
   private timer: NodeJS.Timeout | undefined

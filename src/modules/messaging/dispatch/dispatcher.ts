@@ -52,6 +52,13 @@ type PartOutcome =
   | { sequence: number; accepted: AcceptedByCarrier }
   | { sequence: number; refused: string; carrier: Carrier }
   | { sequence: number; untaken: string; carrier: Carrier | undefined }
+  /** Its carrier is bound on other nodes: it is left for them. */
+  | { sequence: number; deferred: string; carrier: Carrier }
+
+/** How often a part waiting for a carrier's window looks whether the carrier went down. */
+const DOWN_CHECK_MS = 250
+/** A recipient left for the nodes that bind its carrier is looked at again this much later. */
+const DEFERRED_RETRY_MS = 1_000
 
 /** How often the broadcasts with recipients waiting are looked up again (see broadcastsWaiting). */
 const BROADCASTS_LOOKED_UP_EVERY_MS = 1_000
@@ -149,9 +156,14 @@ export class Dispatcher {
         this.idleBefore = count === 0
         this.reclaimer.countTowardsReclaim(count)
         if (count === 0) await this.idle()
-        // Each group is recorded once its own recipients are handed over: a single send
-        // is not left queued until the broadcast recipients of its batch are handed over too.
-        else await this.deps.metrics.slice('dispatch', () => Promise.all(groups.map((group) => this.dispatch(group))))
+        else {
+          // Each group is recorded once its own recipients are handed over: a single send
+          // is not left queued until the broadcast recipients of its batch are handed over too.
+          const deferred = await this.deps.metrics.slice('dispatch', () => Promise.all(groups.map((group) => this.dispatch(group))))
+          // All of it left for the nodes that bind its carriers: claiming more at once would
+          // only take recipients from them.
+          if (deferred.reduce((sum, n) => sum + n, 0) === count) await this.idle()
+        }
         // SQLite answers synchronously and the simulator at once: without a turn of the
         // event loop between batches, requests would wait for the whole queue.
         await setImmediate()
@@ -227,7 +239,8 @@ export class Dispatcher {
     return this.broadcastsKnown
   }
 
-  private async dispatch(claimed: ClaimedRecipient[]): Promise<void> {
+  /** Hands a group over and records it; answers how many recipients were left for other nodes. */
+  private async dispatch(claimed: ClaimedRecipient[]): Promise<number> {
     const startedAt = performance.now()
     try {
       const messages = await this.messages.messagesOf(claimed)
@@ -248,6 +261,7 @@ export class Dispatcher {
       this.receipts.retry()
       this.countParts(handoffs)
       this.deps.metrics.batchDispatched((performance.now() - startedAt) / 1000)
+      return handoffs.filter((h) => h.deferred === true).length
     } finally {
       for (const r of claimed) this.leases.release('message_recipients', r.id)
     }
@@ -322,13 +336,15 @@ export class Dispatcher {
     const handoff = { recipient, message, carrier, carrierName: this.nameOf(carrier), accepted }
     const refused = outcomes.find((o) => 'refused' in o)
     if (refused && 'refused' in refused) return { ...handoff, error: refused.refused }
-    const untaken = outcomes.find((o) => 'untaken' in o)
-    if (untaken === undefined || !('untaken' in untaken)) return { ...handoff, error: null }
+    const untaken = outcomes.find((o) => 'untaken' in o || 'deferred' in o)
+    if (untaken === undefined || 'accepted' in untaken || 'refused' in untaken) return { ...handoff, error: null }
+    const why = 'untaken' in untaken ? untaken.untaken : untaken.deferred
     const now = this.deps.clock.now()
     if (now.getTime() - message.createdAt.getTime() >= this.options.giveUpAfterMs) {
-      return { ...handoff, error: `no carrier of its route took it within ${Math.round(this.options.giveUpAfterMs / 60_000)} minutes: ${untaken.untaken}` }
+      return { ...handoff, error: `no carrier of its route took it within ${Math.round(this.options.giveUpAfterMs / 60_000)} minutes: ${why}` }
     }
-    return { ...handoff, error: untaken.untaken, retryAt: new Date(now.getTime() + this.options.retryAfterMs) }
+    if ('deferred' in untaken) return { ...handoff, error: why, retryAt: new Date(now.getTime() + DEFERRED_RETRY_MS), deferred: true }
+    return { ...handoff, error: why, retryAt: new Date(now.getTime() + this.options.retryAfterMs) }
   }
 
   private async handPart(recipient: ClaimedRecipient, message: MessageInfo, route: readonly Carrier[], part: OutgoingPart, sequence: number): Promise<PartOutcome> {
@@ -340,6 +356,8 @@ export class Dispatcher {
         lastCarrier ??= carrier
         continue
       }
+      // Bound on other nodes and up there: theirs to hand over, not a reason to fail over.
+      if (carrier.remote) return { sequence, deferred: `${this.nameOf(carrier)} is bound on another node`, carrier }
       lastCarrier = carrier
       const result = await this.submitTo(carrier, recipient, message, part, sequence)
       if (result.ok) return { sequence, accepted: { sequence, carrierMessageId: result.carrierMessageId, carrier } }
@@ -351,8 +369,12 @@ export class Dispatcher {
 
   private async submitTo(carrier: Carrier, recipient: ClaimedRecipient, message: MessageInfo, part: OutgoingPart, sequence: number): Promise<SubmitResult> {
     const slots = this.slotsOf(carrier)
-    // Single sends and replies take the next free slot ahead of broadcast parts.
-    await slots.acquire(message.kind !== 'broadcast')
+    // Single sends and replies take the next free slot ahead of broadcast parts. A carrier
+    // that goes down while the part waits keeps its window full of parts in doubt: the
+    // part stops waiting and goes to the route's next carrier.
+    if (!slots.tryAcquire() && !(await this.waitForSlot(carrier, slots, message.kind !== 'broadcast'))) {
+      return { ok: false, refusedBy: 'carrier', error: `${this.nameOf(carrier)} went down while the part waited for its window` }
+    }
     try {
       const result = await carrier.submit(part)
       // The slot is freed once the part is recorded: a crash leaves only the window in doubt.
@@ -362,6 +384,19 @@ export class Dispatcher {
       return result
     } finally {
       slots.release()
+    }
+  }
+
+  /** Waits for a slot of the carrier's window; false when the carrier went down meanwhile (no slot is held then). */
+  private async waitForSlot(carrier: Carrier, slots: Semaphore, first: boolean): Promise<boolean> {
+    const down = new AbortController()
+    const watch = setInterval(() => {
+      if (carrier.state?.().status === 'down') down.abort()
+    }, DOWN_CHECK_MS)
+    try {
+      return await slots.acquire(first, down.signal)
+    } finally {
+      clearInterval(watch)
     }
   }
 
@@ -375,7 +410,8 @@ export class Dispatcher {
     for (const h of handoffs) {
       const counts = byCarrier.get(h.carrier.name) ?? { accepted: 0, refused: 0 }
       counts.accepted += h.accepted.length
-      counts.refused += h.message.parts.length - h.accepted.length
+      // A recipient going back to the queue was not refused: it is tried again.
+      if (h.retryAt === undefined) counts.refused += h.message.parts.length - h.accepted.length
       byCarrier.set(h.carrier.name, counts)
     }
     for (const [carrier, { accepted, refused }] of byCarrier) this.deps.metrics.partsSubmitted(carrier, accepted, refused)

@@ -54,6 +54,8 @@ export interface Handoff {
   error: string | null
   /** Set when no carrier of its route can take it now: it goes back to the queue, due then. */
   retryAt?: Date
+  /** Left for the nodes that bind its carrier (retryAt is set too). */
+  deferred?: boolean
 }
 
 export const OPTED_OUT_ERROR = 'not sent: the recipient opted out before the message was handed to the carrier; its credits were refunded'

@@ -10,12 +10,34 @@ export class Semaphore {
     this.free = size
   }
 
-  acquire(first = false): Promise<void> {
+  /** Takes a free slot if there is one (then nobody is waiting either). */
+  tryAcquire(): boolean {
+    if (this.free === 0) return false
+    this.free--
+    return true
+  }
+
+  /** Resolves true once a slot is held, or false if `signal` aborts first (then no slot is held). */
+  acquire(first = false, signal?: AbortSignal): Promise<boolean> {
     if (this.free > 0) {
       this.free--
-      return Promise.resolve()
+      return Promise.resolve(true)
     }
-    return new Promise((resolve) => (first ? this.waitingFirst : this.waiting).push(resolve))
+    if (signal?.aborted) return Promise.resolve(false)
+    return new Promise((resolve) => {
+      const queue = first ? this.waitingFirst : this.waiting
+      const granted = () => {
+        signal?.removeEventListener('abort', aborted)
+        resolve(true)
+      }
+      const aborted = () => {
+        const at = queue.indexOf(granted)
+        if (at !== -1) queue.splice(at, 1)
+        resolve(false)
+      }
+      signal?.addEventListener('abort', aborted, { once: true })
+      queue.push(granted)
+    })
   }
 
   release(): void {

@@ -3,16 +3,20 @@ import type { Logger } from 'pino'
 import { BackgroundLoop } from '../../../platform/background-loop.js'
 import type { DB } from '../../../platform/db/schema.js'
 import type { Carrier, CarrierHandlers, CarrierState } from '../carriers/carrier.js'
+import type { CarrierBinds, LinkStatus } from './binds.js'
 import { listConnections, readRoutes, readVersion, type StoredConnection } from './queries.js'
+import { RemoteCarrier } from './remote-carrier.js'
 import { RouteTable, type Route } from './route-table.js'
 import { routesInForce } from './service.js'
 
-/** Builds the carrier a stored connection describes (not started). */
+/** Builds the carrier a connection describes (not started). */
 export type ConnectionFactory = (connection: StoredConnection) => Carrier
 
 export interface CarrierConnectionsOptions {
   /** How often the configuration version is read: a change made on another node applies within this. */
   pollMs: number
+  /** Bind slots are renewed and looked for every this many polls (and at every change). */
+  bindSweepEvery: number
 }
 
 interface Running {
@@ -25,40 +29,46 @@ interface Running {
 /** The carriers a recipient's message may be handed to, in the order its route tries them. */
 export interface RouteChoice {
   route: Route
-  /** Enabled connections of the route, in order; a down one is still listed (the dispatcher skips it). */
+  /** Enabled connections of the route, in order: those this node runs, and stand-ins for those bound on other nodes. */
   carriers: Carrier[]
 }
 
 /**
- * The carrier connections this node runs, and the route table in force. The environment's
- * connection (`default`) always runs; stored ones start, restart with a changed config
- * and stop as operators change them: at once on the node that took the change, within
- * `pollMs` on the others (each reads one version number per poll).
+ * The carrier connections this node runs, and the route table in force. Connections
+ * start, restart with a changed config and stop as operators change them: at once on the
+ * node that took the change, within `pollMs` on the others (each reads one version
+ * number per poll). An SMPP connection runs only on the nodes holding one of its bind
+ * slots (`binds`, default 1; see CarrierBinds); the others see it as a RemoteCarrier and
+ * leave its recipients to those nodes. Without `binds` (embedded mode, one process) every
+ * connection runs here.
  */
 export class CarrierConnections {
   private readonly running = new Map<string, Running>()
-  private readonly byName = new Map<string, Carrier>()
+  private readonly remote = new Map<string, RemoteCarrier>()
+  private byName = new Map<string, Carrier>()
   private table: RouteTable
   private version: number | undefined
   private reloading: Promise<void> | undefined
   private reloadAgain = false
+  /** The stored connections as last read, disabled ones included. */
+  private known: StoredConnection[] = []
+  private polls = 0
   private readonly poll: BackgroundLoop
 
   constructor(
     private readonly db: Kysely<DB>,
     private readonly logger: Logger,
-    private readonly environment: { connection: StoredConnection; carrier: Carrier },
+    private readonly environment: StoredConnection,
     private readonly build: ConnectionFactory,
     private readonly handlersFor: (carrier: Carrier) => CarrierHandlers,
-    options: CarrierConnectionsOptions,
+    private readonly binds: CarrierBinds | undefined,
+    private readonly options: CarrierConnectionsOptions,
   ) {
-    this.byName.set(environment.connection.name, environment.carrier)
     this.table = new RouteTable(routesInForce([]))
     this.poll = new BackgroundLoop(() => this.reload(false), { pacing: 'fixed-rate', intervalMs: options.pollMs, logger, errorMessage: 'reading the carrier configuration failed; retrying' })
   }
 
   async start(): Promise<void> {
-    await this.environment.carrier.start(this.handlersFor(this.environment.carrier))
     await this.reload(true)
     this.poll.start()
   }
@@ -68,7 +78,7 @@ export class CarrierConnections {
     await this.reloading
     await Promise.all([...this.running.values()].map(({ carrier }) => carrier.stop()))
     this.running.clear()
-    await this.environment.carrier.stop()
+    await this.binds?.releaseAll()
   }
 
   /** A change was committed on this node: apply it now rather than at the next poll. */
@@ -92,9 +102,9 @@ export class CarrierConnections {
     return this.table
   }
 
-  /** Every carrier running here, the environment's first. */
-  all(): Carrier[] {
-    return [this.environment.carrier, ...[...this.running.values()].map(({ carrier }) => carrier)]
+  /** The environment's connection as it runs here, if it does (metrics). */
+  get environmentCarrier(): Carrier | undefined {
+    return this.running.get(this.environment.id)?.carrier
   }
 
   /** The carrier a stored connection runs as here, if it runs. */
@@ -104,16 +114,20 @@ export class CarrierConnections {
 
   /** The connection's name, for the carrier that took a part. */
   nameOf(carrier: Carrier): string {
-    for (const [name, running] of this.byName) if (running === carrier) return name
+    for (const [name, candidate] of this.byName) if (candidate === carrier) return name
+    for (const { connection, carrier: running } of this.running.values()) if (running === carrier) return connection.name
     return carrier.connection
   }
 
   stateOf(connection: StoredConnection): CarrierState {
-    const carrier = connection.id === this.environment.connection.id ? this.environment.carrier : this.running.get(connection.id)?.carrier
-    if (carrier === undefined || !connection.enabled) {
-      return { status: connection.enabled ? 'connecting' : 'disabled', since: new Date(connection.updatedAt), inFlight: 0, sentLastMinute: 0, lastError: null }
-    }
-    return carrier.state?.() ?? { status: 'up', since: new Date(connection.createdAt), inFlight: 0, sentLastMinute: 0, lastError: null }
+    if (!connection.enabled) return { status: 'disabled', since: new Date(connection.updatedAt), inFlight: 0, sentLastMinute: 0, lastError: null }
+    const carrier = this.running.get(connection.id)?.carrier ?? this.remote.get(connection.id)
+    return carrier?.state?.() ?? { status: 'connecting', since: new Date(connection.updatedAt), inFlight: 0, sentLastMinute: 0, lastError: null }
+  }
+
+  /** Every connection's name and live state on this node, the environment's first (metrics). */
+  states(): { name: string; state: CarrierState }[] {
+    return [this.environment, ...this.known].map((connection) => ({ name: connection.name, state: this.stateOf(connection) }))
   }
 
   /** One reload at a time; a request during one runs another after it. */
@@ -134,9 +148,42 @@ export class CarrierConnections {
 
   private async apply(force: boolean): Promise<void> {
     const version = await readVersion(this.db)
-    if (!force && version === this.version) return
-    const [connections, routes] = await Promise.all([listConnections(this.db), readRoutes(this.db)])
-    const wanted = new Map(connections.filter((c) => c.enabled).map((c) => [c.id, c]))
+    const changed = force || version !== this.version
+    const sweepBinds = this.binds !== undefined && (changed || ++this.polls % this.options.bindSweepEvery === 0)
+    if (!changed && !sweepBinds) return
+    if (changed) {
+      const [connections, routes] = await Promise.all([listConnections(this.db), readRoutes(this.db)])
+      this.known = connections
+      this.table = new RouteTable(routesInForce(routes))
+      this.version = version
+    }
+    const enabled = [this.environment, ...this.known.filter((c) => c.enabled)]
+    const { held, elsewhere } = await this.bindsHeld(enabled, sweepBinds)
+    const wanted = new Map(enabled.filter((c) => c.type !== 'smpp' || held.has(c.id)).map((c) => [c.id, c]))
+    await this.startAndStop(wanted)
+    const byName = new Map<string, Carrier>()
+    for (const connection of enabled) {
+      const carrier = this.running.get(connection.id)?.carrier ?? this.remoteOf(connection, elsewhere.get(connection.id))
+      byName.set(connection.name, carrier)
+    }
+    this.byName = byName
+  }
+
+  /** Which SMPP connections this node may bind, and the status of those bound elsewhere; all of them when binds are not leased. */
+  private async bindsHeld(enabled: StoredConnection[], sweep: boolean): Promise<{ held: Set<string>; elsewhere: Map<string, LinkStatus> }> {
+    const smpp = enabled.filter((c) => c.type === 'smpp')
+    if (this.binds === undefined) return { held: new Set(smpp.map((c) => c.id)), elsewhere: new Map() }
+    if (!sweep) return { held: new Set(smpp.filter((c) => this.running.has(c.id)).map((c) => c.id)), elsewhere: this.lastElsewhere }
+    const result = await this.binds.sweep(
+      smpp.map((c) => ({ connectionId: c.id, binds: typeof c.config.binds === 'number' ? c.config.binds : 1, status: linkStatus(this.running.get(c.id)?.carrier) })),
+    )
+    this.lastElsewhere = result.elsewhere
+    return result
+  }
+
+  private lastElsewhere = new Map<string, LinkStatus>()
+
+  private async startAndStop(wanted: Map<string, StoredConnection>): Promise<void> {
     const stopping: Promise<void>[] = []
     for (const [id, running] of this.running) {
       const next = wanted.get(id)
@@ -154,13 +201,21 @@ export class CarrierConnections {
       this.running.set(id, { connection, carrier, fingerprint: fingerprintOf(connection) })
       this.logger.info({ connection: connection.name, type: connection.type }, 'carrier connection started')
     }
-    this.byName.clear()
-    this.byName.set(this.environment.connection.name, this.environment.carrier)
-    for (const { connection, carrier } of this.running.values()) this.byName.set(connection.name, carrier)
-    this.table = new RouteTable(routesInForce(routes))
-    this.version = version
     await Promise.all(stopping)
   }
+
+  /** The stand-in for a connection bound on other nodes only (or on none: then it is down). */
+  private remoteOf(connection: StoredConnection, status: LinkStatus | undefined): RemoteCarrier {
+    let remote = this.remote.get(connection.id)
+    if (remote === undefined) this.remote.set(connection.id, (remote = new RemoteCarrier(connection.name)))
+    remote.seen(status ?? 'down')
+    return remote
+  }
+}
+
+function linkStatus(carrier: Carrier | undefined): LinkStatus | undefined {
+  const status = carrier?.state?.().status
+  return status === 'up' || status === 'connecting' || status === 'down' ? status : undefined
 }
 
 function fingerprintOf(connection: StoredConnection): string {

@@ -11,7 +11,7 @@ const createCarrier = (body: unknown) => server.post('/v1/admin/carriers', { ...
 const putRoutes = (routes: unknown[]) => server.put('/v1/admin/routes', { ...admin, body: { routes } })
 
 beforeAll(async () => {
-  server = await startServer({ config: { adminToken: TEST_ADMIN_TOKEN, publicUrl: 'https://sms.example.com' } })
+  server = await startServer({ config: { adminToken: TEST_ADMIN_TOKEN, publicUrl: 'https://sms.example.com', metricsEnabled: true } })
   alice = await signUp(server)
   key = await createKey(server, alice)
   await topUp(server, alice.accountId, 10_000)
@@ -146,5 +146,11 @@ describe('routes', () => {
     const sent = await server.post('/v1/sms/send', { token: key, body: { recipients: ['+447911123457'], content: 'Failover', senderId: 'Acme' } })
     const message = await settled(sent.body.messageId)
     expect(message.recipients[0]).toMatchObject({ status: 'delivered', carrier: 'default' })
+
+    // Operators see each connection's state in the metrics too.
+    const metrics = await server.get('/metrics')
+    expect(metrics.text).toContain('carrier_connection_status{connection="sim-gb",status="disabled"} 1')
+    expect(metrics.text).toContain('carrier_connection_status{connection="default",status="up"} 1')
+    expect(metrics.text).toMatch(/carrier_connection_sent_last_minute\{connection="default"\} [1-9]/)
   })
 })

@@ -34,6 +34,19 @@ export async function up(db: Kysely<any>, _dialect: MigrationDialect): Promise<v
     .addColumn('version', 'bigint', (c) => c.notNull())
     .execute()
   await db.insertInto('carrier_config_version').values({ id: 1, version: 0 }).execute()
+  // Which nodes hold a bind of an SMPP connection: `binds` slots per connection, each
+  // leased by one node at a time (carriers cap binds per account). Only a holder binds and
+  // hands over to that connection; `status` is its link as the holder last saw it, so
+  // the other nodes know whether to leave a recipient for it or pass it to the next carrier.
+  await db.schema
+    .createTable('carrier_binds')
+    .addColumn('connection_id', 'text', (c) => c.notNull())
+    .addColumn('slot', 'integer', (c) => c.notNull())
+    .addColumn('lease_owner', 'text')
+    .addColumn('lease_expires_at', 'text')
+    .addColumn('status', 'text')
+    .addPrimaryKeyConstraint('carrier_binds_pk', ['connection_id', 'slot'])
+    .execute()
   // Which connection took the recipient's message (its first part), by name, once sent.
   await db.schema.alterTable('message_recipients').addColumn('carrier', 'text').execute()
   // Credits per segment this recipient was charged, fixed by its route when the send or

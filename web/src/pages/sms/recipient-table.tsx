@@ -9,6 +9,8 @@ import { LoadState } from '../../components/load-state'
 const COLUMNS: Column<SmsRecipient>[] = [
   { header: 'Recipient', className: 'mono', cell: (recipient) => recipient.phoneNumber },
   { header: 'Status', cell: (recipient) => <span className={`badge badge-${recipient.status}`}>{recipient.status}</span> },
+  // The connection its route handed it to (after a failover, the one that took it).
+  { header: 'Carrier', cell: (recipient) => recipient.carrier ?? '—' },
   { header: 'Sent', cell: (recipient) => formatTime(recipient.sentAt) },
   { header: 'Delivered', cell: (recipient) => formatTime(recipient.deliveredAt) },
   { header: 'Failed', cell: (recipient) => formatTime(recipient.failedAt) },
