@@ -56,8 +56,6 @@ export interface MessagingOptions {
 
 /** The id the environment's connection (`default`) shows: fixed, so it is the same on every node and every start. */
 export const ENVIRONMENT_CONNECTION_ID = '00000000-0000-7000-8000-000000000000'
-/** Bind slots are renewed every this many configuration polls (seconds): well within LEASE_TTL_MS. */
-const BIND_SWEEP_EVERY_POLLS = 3
 /** A recipient none of its route's carriers takes now is tried again this much later. */
 const UNTAKEN_RETRY_MS = 5_000
 
@@ -142,6 +140,8 @@ export class Messaging implements AppModule {
       createdAt: startedAt,
       updatedAt: startedAt,
     }
+    // A bind slot is renewed at least three times per LEASE_TTL_MS, so a live holder never loses it.
+    const configPollMs = Math.min(options.carrierConfigPollMs ?? 1_000, Math.floor(options.leaseTtlMs / 3))
     this.connections = new CarrierConnections(
       store.background,
       logger.child({ component: 'carrier-connections' }),
@@ -151,7 +151,7 @@ export class Messaging implements AppModule {
       // Embedded mode is one process: it binds every connection. Nodes sharing PostgreSQL
       // lease bind slots, so no more of them bind a connection than its carrier allows.
       store.dialect.name === 'postgres' ? new CarrierBinds(store.background, clock, leases.nodeId, options.leaseTtlMs) : undefined,
-      { pollMs: options.carrierConfigPollMs ?? 1_000, bindSweepEvery: BIND_SWEEP_EVERY_POLLS },
+      { pollMs: configPollMs, bindSweepEvery: Math.max(1, Math.floor(options.leaseTtlMs / 3 / configPollMs)) },
     )
     if (environment.type === 'smpp') messagingMetrics.watchSmpp(() => this.connections.environmentCarrier as SmppCarrier | undefined)
     this.routingAdmin = {
@@ -298,7 +298,7 @@ export class Messaging implements AppModule {
           // The connection's id, not its name: a rename must not break the callbacks Twilio already holds.
           statusCallbackUrl: `${options.publicUrl}/v1/carriers/${connection.id}/status`,
           connection: `twilio:${accountSid}@${new URL(baseUrl).host}`,
-          logger: logger.child({ component: 'twilio', connection: connection.name }),
+          logger: logger.child({ connectionName: connection.name }),
           clock,
           ...(options.carrierCa ? { dispatcher: this.carrierAgent(options.carrierCa) } : {}),
         })

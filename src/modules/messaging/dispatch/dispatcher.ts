@@ -293,7 +293,8 @@ export class Dispatcher {
    * with the recipient, so a queued recipient of theirs has none.)
    */
   private async partsRecordedBefore(recipients: ClaimedRecipient[], messages: Map<string, MessageInfo>): Promise<Map<number, Map<number, RecordedPart>>> {
-    // A live message's route may name a carrier outside the store, now or before a crash.
+    // Any live recipient: its route may have named a carrier outside the store before a
+    // crash, even if it names only simulators now, and a part is never handed to two.
     const journaled = recipients.filter((r) => !messages.get(r.messageId)!.sandbox)
     if (journaled.length === 0) return new Map()
     return recordedParts(this.deps.db, journaled.map((r) => r.id))
