@@ -20,22 +20,64 @@ export function benchPhoneNumber(i: number): string {
   return `+1${AREAS[Math.floor(rest / EXCHANGES.length) % AREAS.length]}${EXCHANGES[rest % EXCHANGES.length]}${String(i % 10_000).padStart(4, '0')}`
 }
 
+/** --routes: every contact a US number (single), or spread over five countries (mixed). */
+export type RoutesMode = 'single' | 'mixed'
+
+/**
+ * The countries of a mixed store, in ascending order of their numbers: each number is the
+ * country code, a head (one of `heads` consecutive integers from `first`, of fixed width)
+ * and six digits, every one a valid mobile number per libphonenumber-js/max. UK 7911 and
+ * FR 69x are not, hence the ranges. The US keeps benchPhoneNumber's plan.
+ */
+const MIXED: { country: string; number: (j: number) => string; capacity: number }[] = [
+  { country: 'US', number: benchPhoneNumber, capacity: 126_000_000 },
+  headsAndSix('FR', '+336', 10, 80), // +33 6 10 … 6 89
+  headsAndSix('GB', '+447', 912, 88), // +44 7912 … 7999
+  headsAndSix('DE', '+49151', 0, 100), // +49 151 00 … 99, eight digits after 151
+  headsAndSix('AU', '+614', 0, 40), // +61 4 00 … 39
+]
+
+function headsAndSix(country: string, prefix: string, first: number, heads: number): (typeof MIXED)[number] {
+  const width = String(first + heads - 1).length
+  return {
+    country,
+    capacity: heads * 1_000_000,
+    number: (j) => `${prefix}${String(first + Math.floor(j / 1_000_000)).padStart(width, '0')}${String(j % 1_000_000).padStart(6, '0')}`,
+  }
+}
+
+/**
+ * The number and country of the i-th of `count` contacts. Mixed: five equal blocks of i,
+ * one per country, so that the numbers stay distinct and ascending in i (the contacts are
+ * written in that order), and within each block the last four digits run fastest as in
+ * benchPhoneNumber, so 1% of every country's numbers are ones the simulator fails.
+ */
+export function contactNumber(routes: RoutesMode, i: number, count: number): { phoneNumber: string; country: string } {
+  if (routes === 'single') return { phoneNumber: benchPhoneNumber(i), country: 'US' }
+  const c = Math.floor((i * MIXED.length) / count)
+  const plan = MIXED[c]!
+  const j = i - Math.ceil((c * count) / MIXED.length)
+  if (j >= plan.capacity) throw new Error(`--routes mixed holds at most ${plan.capacity.toLocaleString('en')} numbers of ${plan.country}`)
+  return { phoneNumber: plan.number(j), country: plan.country }
+}
+
 /** The segment every generated contact matches: ages are 18 to 80. */
 export const SEGMENT = { name: 'Adults', rulesOperator: 'AND' as const, rules: [{ field: 'attributes.age', operator: 'greaterThan', value: '17' }] }
 
 const COLUMNS = ['id', 'account_id', 'phone_number', 'first_name', 'last_name', 'email', 'country', 'opted_out', 'attributes', 'created_at', 'updated_at'] as const
 
 /** A contact row as a CSV import writes it (attributes from CSV are text, `age` too). */
-function row(i: number, accountId: string, at: string): unknown[] {
+function row(i: number, count: number, routes: RoutesMode, accountId: string, at: string): unknown[] {
   const first = FIRST[i % FIRST.length]!
   const attributes = JSON.stringify({ plan: PLANS[(i * 13) % PLANS.length], age: String(18 + ((i * 31) % 63)), city: CITIES[(i * 17) % CITIES.length] })
-  return [v7(), accountId, benchPhoneNumber(i), first, LAST[(i * 7) % LAST.length], i % 10 < 7 ? `${first.toLowerCase()}.${i}@example.com` : null, 'US', 0, attributes, at, at]
+  const { phoneNumber, country } = contactNumber(routes, i, count)
+  return [v7(), accountId, phoneNumber, first, LAST[(i * 7) % LAST.length], i % 10 < 7 ? `${first.toLowerCase()}.${i}@example.com` : null, country, 0, attributes, at, at]
 }
 
 const ROWS_PER_STATEMENT = 500
 
 /** Writes `count` contacts of `accountId` straight into a SQLite file the server has migrated (and is not running on). */
-export function insertContactsSqlite(path: string, accountId: string, count: number, onProgress: (done: number) => void): void {
+export function insertContactsSqlite(path: string, accountId: string, count: number, routes: RoutesMode, onProgress: (done: number) => void): void {
   const db = new SQLite(path)
   try {
     db.pragma('journal_mode = WAL')
@@ -49,7 +91,7 @@ export function insertContactsSqlite(path: string, accountId: string, count: num
       for (let start = from; start < to; start += ROWS_PER_STATEMENT) {
         const n = Math.min(ROWS_PER_STATEMENT, to - start)
         const values: unknown[] = []
-        for (let i = start; i < start + n; i++) values.push(...row(i, accountId, at))
+        for (let i = start; i < start + n; i++) values.push(...row(i, count, routes, accountId, at))
         ;(n === ROWS_PER_STATEMENT ? full : statement(n)).run(...values)
       }
     })
@@ -67,7 +109,7 @@ export function insertContactsSqlite(path: string, accountId: string, count: num
 }
 
 /** The same into a PostgreSQL database the server has migrated (and is not connected to). */
-export async function insertContactsPostgres(url: string, accountId: string, count: number, onProgress: (done: number) => void): Promise<void> {
+export async function insertContactsPostgres(url: string, accountId: string, count: number, routes: RoutesMode, onProgress: (done: number) => void): Promise<void> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
@@ -79,7 +121,7 @@ export async function insertContactsPostgres(url: string, accountId: string, cou
     for (let from = 0; from < count; from += 10_000) {
       const to = Math.min(count, from + 10_000)
       const columns: unknown[][] = COLUMNS.map(() => [])
-      for (let i = from; i < to; i++) row(i, accountId, at).forEach((value, c) => columns[c]!.push(value))
+      for (let i = from; i < to; i++) row(i, count, routes, accountId, at).forEach((value, c) => columns[c]!.push(value))
       await client.query(text, columns)
       if (to % 50_000 === 0 || to === count) onProgress(to)
     }

@@ -9,6 +9,12 @@ import { v7 } from 'uuid'
  * prepared store with no server running, with the connection settings the server uses
  * (SQLite: WAL, synchronous NORMAL, foreign keys on, 64 MiB page cache). Timed from BEGIN
  * to the end of COMMIT; the message row the recipients reference is written before.
+ *
+ * `price` is routing.ts priceSql: under routes of one price, nothing (the column's default
+ * is 1, and the server writes a literal); under routes of different prices (--routes
+ * mixed), the same CASE over the prefixes the server computes per recipient, written into
+ * the price column, so the floor does the work the send must do. The server also reads
+ * the chunk's prices back (RETURNING) to sum them; the floor does not.
  */
 export interface FloorResult {
   seconds: number
@@ -17,7 +23,12 @@ export interface FloorResult {
 
 const MESSAGE_COLUMNS = 'id, account_id, kind, broadcast_id, content, sender_id, encoding, segments, sandbox, recipients, credits_used, scheduled_at, created_at'
 
-export function floorSqlite(path: string, accountId: string): FloorResult {
+/** The price column and its value in the INSERT … SELECT, when the routes' prices differ. */
+function priced(price: string | undefined): { column: string; value: string } {
+  return price === undefined || /^[0-9]+$/.test(price) ? { column: '', value: '' } : { column: ', price', value: `, ${price}` }
+}
+
+export function floorSqlite(path: string, accountId: string, price?: string): FloorResult {
   const db = new SQLite(path)
   try {
     db.pragma('journal_mode = WAL')
@@ -27,8 +38,9 @@ export function floorSqlite(path: string, accountId: string): FloorResult {
     const now = new Date().toISOString()
     const messageId = v7()
     db.prepare(`insert into messages (${MESSAGE_COLUMNS}) values (?, ?, 'broadcast', null, 'floor', 'Bench', 'GSM-7', 1, 0, 0, 0, null, ?)`).run(messageId, accountId, now)
-    const insert = db.prepare(`insert into message_recipients (message_id, account_id, phone_number, status, due_at)
-      select ?, account_id, phone_number, 'queued', ? from contacts
+    const { column, value } = priced(price)
+    const insert = db.prepare(`insert into message_recipients (message_id, account_id, phone_number, status, due_at${column})
+      select ?, account_id, phone_number, 'queued', ?${value} from contacts
       where account_id = ? and opted_out = 0 and cast(json_extract(attributes, '$.age') as integer) > 17`)
     const started = performance.now()
     db.exec('begin')
@@ -40,18 +52,19 @@ export function floorSqlite(path: string, accountId: string): FloorResult {
   }
 }
 
-export async function floorPostgres(url: string, accountId: string): Promise<FloorResult> {
+export async function floorPostgres(url: string, accountId: string, price?: string): Promise<FloorResult> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
     const now = new Date().toISOString()
     const messageId = v7()
     await client.query(`insert into messages (${MESSAGE_COLUMNS}) values ($1, $2, 'broadcast', null, 'floor', 'Bench', 'GSM-7', 1, 0, 0, 0, null, $3)`, [messageId, accountId, now])
+    const { column, value } = priced(price)
     const started = performance.now()
     await client.query('begin')
     const { rowCount } = await client.query(
-      `insert into message_recipients (message_id, account_id, phone_number, status, due_at)
-       select $1, account_id, phone_number, 'queued', $2 from contacts
+      `insert into message_recipients (message_id, account_id, phone_number, status, due_at${column})
+       select $1, account_id, phone_number, 'queued', $2${value} from contacts
        where account_id = $3 and opted_out = 0 and (attributes->>'age')::int > 17`,
       [messageId, now, accountId],
     )

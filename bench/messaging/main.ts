@@ -16,14 +16,25 @@
  *   (e) over the same span, POST /v1/sms/send by that other account, evenly paced at
  *       --rate requests/s, open loop: (c) while the broadcast runs (--no-during skips it).
  *
+ * --routes mixed: the contacts are US, FR, GB, DE and AU numbers (five equal blocks, in
+ * their own cached store), and before the broadcast the server is given three simulator
+ * connections and three routes of different prices through the admin API (routing.ts):
+ * `+` -> [sim-a] at 1 (US, AU), `+4` -> [sim-b] at 2 (GB, DE), `+33` -> [sim-c] at 3 (FR).
+ * The send then prices every recipient in SQL (a CASE over the prefixes), and so does the
+ * floor. Either mode checks the credits taken against Σ price × segments and counts the
+ * recipients per connection in the store at completion; a mismatch is printed in capitals
+ * and fails the run (exit code 1).
+ *
  * Targets (issue): (a) under 20 s on SQLite, (b) at least 5,000 recipients/s, (c) p99 under 20 ms;
  * during the broadcast, (d) p99 under 20 ms and max under 100 ms, (e) p99 under 20 ms.
  *
  *   npm run bench:messaging                                # SQLite
  *   npm run bench:messaging -- --store postgres            # PostgreSQL on 127.0.0.1:5432 (BENCH_DATABASE_URL)
  *   npm run bench:messaging -- --contacts 100000 --duration 10   # a quick try
+ *   npm run bench:messaging -- --routes mixed              # five countries, three connections, three prices
  *
- * Flags: --contacts 1000000  --runs 1 (each on a fresh copy; medians printed)  --duration 30
+ * Flags: --routes single|mixed (single: all US numbers through the default connection, as before)
+ *        --contacts 1000000  --runs 1 (each on a fresh copy; medians printed)  --duration 30
  *        --rate 200  --connections 10 (autocannon)  --warmup 3  --interval 25  --idle 3
  *        --delivery-delay 100  --batch-size N (DISPATCH_BATCH_SIZE; the server's default when absent)
  *        --concurrency N (DISPATCH_CONCURRENCY; the server's default when absent)
@@ -35,7 +46,7 @@
  *        --node-arg ARG (repeatable, for the server; e.g. --node-arg=--cpu-prof --node-arg=--cpu-prof-dir=DIR)
  *
  * Parts: run.ts (one run), cpu.ts (CPU accounting), report.ts (the figures against the
- * targets), and the store, floor, contacts, probe and build helpers beside them.
+ * targets), routing.ts (--routes), and the store, floor, contacts, probe and build helpers beside them.
  *
  * The contacts are written once straight into the store (not through the import, which
  * bench:audience measures) and kept: a SQLite file in .bench/messaging/stores, or a
@@ -48,14 +59,16 @@ import { cpus, totalmem } from 'node:os'
 import { flag, parseFlags, positiveInteger } from '../lib/flags.js'
 import { serverVersion } from '../lib/postgres.js'
 import { buildCommit, buildWorkingTree, schemaFingerprint } from './build.js'
-import { SEGMENT } from './contacts.js'
+import { SEGMENT, type RoutesMode } from './contacts.js'
 import { int } from './format.js'
 import { report, summarize } from './report.js'
+import { describeRoutes, expectedOf } from './routing.js'
 import { oneRun, type RunResult, type RunSettings } from './run.js'
 import { preparePostgres, prepareSqlite } from './store.js'
 
 const { flags } = parseFlags({
   store: flag.string('sqlite'),
+  routes: flag.string('single'),
   // Checked below: positive integers.
   contacts: flag.string('1000000'),
   runs: flag.string('1'),
@@ -85,6 +98,11 @@ const { flags } = parseFlags({
 const store = flags.store
 if (store !== 'sqlite' && store !== 'postgres') {
   console.error(`--store must be sqlite or postgres, got "${store}"`)
+  process.exit(2)
+}
+const routes = flags.routes as RoutesMode
+if (routes !== 'single' && routes !== 'mixed') {
+  console.error(`--routes must be single or mixed, got "${flags.routes}"`)
   process.exit(2)
 }
 const contacts = positiveInteger('contacts', flags.contacts)
@@ -118,16 +136,19 @@ const settings: RunSettings = {
   batchSize: flags['batch-size'],
   concurrency: flags.concurrency,
   adminUrl: ADMIN_URL,
+  routes,
+  expected: expectedOf(routes, contacts),
 }
 
 async function main(): Promise<void> {
   const pgVersion = store === 'postgres' ? `PostgreSQL ${await serverVersion(ADMIN_URL)} on ${new URL(ADMIN_URL).host}` : 'SQLite (better-sqlite3)'
-  console.log(`messaging benchmark: ${int(contacts)} contacts on ${pgVersion}; Node ${process.version}; ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 1024 ** 3)} GiB`)
+  console.log(`messaging benchmark: ${int(contacts)} contacts, --routes ${routes}, on ${pgVersion}; Node ${process.version}; ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 1024 ** 3)} GiB`)
   const build = flags.entry ? { entry: flags.entry, code: `${flags.entry} as given` } : flags.commit ? buildCommit(flags.commit) : buildWorkingTree()
   console.log(`code: ${build.code}`)
   const fingerprint = schemaFingerprint(build.entry)
-  const prepared = store === 'postgres' ? await preparePostgres(build.entry, ADMIN_URL, contacts, fingerprint, flags.refresh) : await prepareSqlite(build.entry, contacts, fingerprint, flags.refresh)
+  const prepared = store === 'postgres' ? await preparePostgres(build.entry, ADMIN_URL, contacts, routes, fingerprint, flags.refresh) : await prepareSqlite(build.entry, contacts, routes, fingerprint, flags.refresh)
   console.log(`store: ${prepared.describe} (a copy per run); segment ${JSON.stringify(SEGMENT.rules)}; SIMULATOR_DELIVERY_DELAY_MS=${deliveryDelayMs}${flags['batch-size'] ? `, DISPATCH_BATCH_SIZE=${flags['batch-size']}` : ''}`)
+  console.log(describeRoutes(routes, settings.expected))
 
   const results: RunResult[] = []
   for (let run = 1; run <= runs; run++) {
@@ -136,8 +157,8 @@ async function main(): Promise<void> {
     results.push(result)
   }
   summarize(results, runs, settings)
-  if (flags.json) writeFileSync(flags.json, JSON.stringify({ store, contacts, code: build.code, deliveryDelayMs, rate, durationS, results }, null, 2))
-  if (results.some((r) => r.send.non2xx + r.send.errors + r.send.timeouts > 0 || (r.paced?.failed ?? 0) > 0 || (r.during?.all.failed ?? 0) > 0 || !r.completion.completed)) process.exitCode = 1
+  if (flags.json) writeFileSync(flags.json, JSON.stringify({ store, routes, contacts, code: build.code, deliveryDelayMs, rate, durationS, results }, null, 2))
+  if (results.some((r) => r.send.non2xx + r.send.errors + r.send.timeouts > 0 || (r.paced?.failed ?? 0) > 0 || (r.during?.all.failed ?? 0) > 0 || !r.completion.completed || !r.routes.creditsOk || !r.routes.splitOk)) process.exitCode = 1
 }
 
 main().catch((err) => {

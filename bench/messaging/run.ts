@@ -4,11 +4,12 @@ import { fetch as undiciFetch } from 'undici'
 import { waitQuiet } from '../lib/load.js'
 import { startServer, type RunningServer } from '../lib/server.js'
 import type { Build } from './build.js'
-import { benchPhoneNumber, SEGMENT } from './contacts.js'
+import { benchPhoneNumber, SEGMENT, type RoutesMode } from './contacts.js'
 import { cpuBetween, cpuMark, stopCpuMarks, waitServerIdle, type CpuShare } from './cpu.js'
 import { floorPostgres, floorSqlite, type FloorResult } from './floor.js'
 import { int, log, ms, sec, sleep } from './format.js'
 import { patientAgent, Probe, type ProbeStats } from './probe.js'
+import { MIXED_CONNECTIONS, MIXED_ROUTES, priceSql, routesOf, type Expected } from './routing.js'
 import { JWT_SECRET, type PreparedStore, type StoreCopy } from './store.js'
 
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789'
@@ -39,6 +40,9 @@ export interface RunSettings {
   concurrency: string | undefined
   /** PostgreSQL's admin URL, to read the run's backends' CPU. */
   adminUrl: string
+  /** --routes, and what the broadcast should come to under it (routing.ts). */
+  routes: RoutesMode
+  expected: Expected
 }
 
 // ------------------------------------------------------------------ HTTP
@@ -54,14 +58,13 @@ async function api(server: RunningServer, token: string, method: string, path: s
   return text === '' ? undefined : JSON.parse(text)
 }
 
-/** The segment's cached count has been refreshed (the background refresher has been by), read from the store. */
-async function segmentsCounted(copy: StoreCopy): Promise<boolean> {
-  const text = 'select count(*) n from segments where count_version <> counted_version'
+/** Rows of a query on the run's store while the server runs (`?` placeholders, made $1, $2 … for PostgreSQL). */
+async function readStore(copy: StoreCopy, text: string, params: unknown[] = []): Promise<any[]> {
   if (copy.path) {
     const { default: SQLite } = await import('../../src/platform/db/sqlite-binding.js')
     const db = new SQLite(copy.path, { readonly: true })
     try {
-      return Number((db.prepare(text).get() as { n: number }).n) === 0
+      return db.prepare(text).all(...params)
     } finally {
       db.close()
     }
@@ -70,13 +73,65 @@ async function segmentsCounted(copy: StoreCopy): Promise<boolean> {
   const client = new pg.Client({ connectionString: copy.databaseUrl })
   await client.connect()
   try {
-    return Number((await client.query(text)).rows[0].n) === 0
+    let n = 0
+    return (await client.query(text.replace(/\?/g, () => `$${++n}`), params)).rows
   } finally {
     await client.end()
   }
 }
 
+/** The segment's cached count has been refreshed (the background refresher has been by), read from the store. */
+async function segmentsCounted(copy: StoreCopy): Promise<boolean> {
+  const rows = await readStore(copy, 'select count(*) n from segments where count_version <> counted_version')
+  return Number(rows[0].n) === 0
+}
+
+/** A broadcast's recipients by the connection that took each (null: not sent) and status, with their prices summed, read from the store. */
+async function recipientsByConnection(copy: StoreCopy, broadcastId: string): Promise<{ carrier: string | null; status: string; n: number; price: number }[]> {
+  const rows = await readStore(
+    copy,
+    `select r.carrier as carrier, r.status as status, count(*) as n, sum(r.price) as price from message_recipients r
+     where r.message_id = (select m.id from messages m where m.broadcast_id = ?) group by r.carrier, r.status`,
+    [broadcastId],
+  )
+  return rows.map((r) => ({ carrier: r.carrier, status: r.status, n: Number(r.n), price: Number(r.price) }))
+}
+
+/**
+ * --routes mixed: the three simulator connections and the three routes, through the admin
+ * API, then until this server runs all three (each started within a reload of its own).
+ */
+async function setUpRoutes(server: RunningServer, deliveryDelayMs: number): Promise<void> {
+  for (const name of MIXED_CONNECTIONS) await api(server, ADMIN_TOKEN, 'POST', '/v1/admin/carriers', { name, type: 'simulator', config: { deliveryDelayMs } }, 201)
+  const table = (await api(server, ADMIN_TOKEN, 'PUT', '/v1/admin/routes', { routes: MIXED_ROUTES }, 200)) as { routes: unknown[] }
+  if (table.routes.length !== MIXED_ROUTES.length) throw new Error(`PUT /v1/admin/routes: ${table.routes.length} routes in force, ${MIXED_ROUTES.length} given`)
+  for (const deadline = performance.now() + 30_000; ; await sleep(100)) {
+    const page = (await api(server, ADMIN_TOKEN, 'GET', '/v1/admin/carriers?pageSize=100')) as { items: { name: string; state: { status: string } }[] }
+    const up = page.items.filter((c) => (MIXED_CONNECTIONS as readonly string[]).includes(c.name) && c.state.status === 'up')
+    if (up.length === MIXED_CONNECTIONS.length) return
+    if (performance.now() > deadline) throw new Error(`the simulator connections are not all up after 30 s: ${JSON.stringify(page.items.map((c) => [c.name, c.state.status]))}`)
+  }
+}
+
 // ------------------------------------------------------------------ one run
+export interface RoutesCheck {
+  mode: RoutesMode
+  segments: number
+  /** Σ expected price × segments. */
+  expectedCredits: number
+  /** creditsUsed in the send's answer, and on the broadcast at completion (after any refund). */
+  answerCredits: number
+  finalCredits: number
+  /** The sender's balance before the send less its balance at completion. */
+  balanceDebited: number
+  /** Σ message_recipients.price × segments of the broadcast's recipients, from the store. */
+  storeCredits: number
+  creditsOk: boolean
+  /** From the store at completion, by connection name ("(none)": not sent). */
+  byConnection: Record<string, { recipients: number; delivered: number; failed: number; other: number; expected: number; expectedFailing: number }>
+  splitOk: boolean
+}
+
 export interface RunResult {
   floor: FloorResult
   queue: { seconds: number; answerSeconds: number; recipients: number; creditsUsed: number }
@@ -89,12 +144,14 @@ export interface RunResult {
   cpu: { queue: CpuShare; dispatch: CpuShare; send: CpuShare; paced?: CpuShare }
   /** (c) evenly paced, open loop (--paced). */
   paced?: ProbeStats
+  /** What the broadcast cost and where its recipients went, against routing.ts's expectation. */
+  routes: RoutesCheck
   send: { requests: number; rps: number; p50: number; p90: number; p99: number; max: number; mean: number; non2xx: number; errors: number; timeouts: number }
 }
 
 /** One run on fresh copies of the prepared store: the floor, then (a) to (e) on the server. */
 export async function oneRun(run: number, build: Build, prepared: PreparedStore, settings: RunSettings): Promise<RunResult> {
-  const { contacts, durationS, rate, connections, warmupS, intervalMs, idleMs, deliveryDelayMs, maxWaitMs, during } = settings
+  const { durationS, rate, connections, warmupS, intervalMs, idleMs, deliveryDelayMs, maxWaitMs, during } = settings
   const { accounts } = prepared
   const quiet = await waitQuiet(settings.waitQuietS, settings.noise)
   log(`  run ${run}: machine ${quiet.quiet ? 'quiet' : 'NOT quiet'} (${Math.round(quiet.busyPct)}% of a core busy) after waiting ${quiet.waitedS.toFixed(0)} s`)
@@ -103,13 +160,14 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
   const floorCopy = await prepared.copy('floor')
   let floor: FloorResult
   try {
-    floor = floorCopy.path ? floorSqlite(floorCopy.path, accounts.senderAccountId) : await floorPostgres(floorCopy.databaseUrl, accounts.senderAccountId)
+    const price = priceSql(routesOf(settings.routes))
+    floor = floorCopy.path ? floorSqlite(floorCopy.path, accounts.senderAccountId, price) : await floorPostgres(floorCopy.databaseUrl, accounts.senderAccountId, price)
   } finally {
     await floorCopy.drop()
   }
-  log(`  run ${run}: floor INSERT … SELECT ${int(floor.rows)} rows in ${sec(floor.seconds)}`)
+  log(`  run ${run}: floor INSERT … SELECT ${int(floor.rows)} rows${settings.routes === 'mixed' ? ' with the routes\' price CASE' : ''} in ${sec(floor.seconds)}`)
 
-  const start = (copy: StoreCopy) =>
+  const startBare = (copy: StoreCopy) =>
     startServer({
       mode: 'dist',
       entry: build.entry,
@@ -126,17 +184,32 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
         ...(settings.concurrency ? { DISPATCH_CONCURRENCY: settings.concurrency } : {}),
       },
     })
+  const start = async (copy: StoreCopy) => {
+    const server = await startBare(copy)
+    if (settings.routes === 'mixed') {
+      try {
+        await setUpRoutes(server, deliveryDelayMs)
+      } catch (err) {
+        await server.stop()
+        throw err
+      }
+    }
+    return server
+  }
   let copy = await prepared.copy('run')
   let server = await start(copy)
   try {
     const { senderKey, senderAccountId, bystanderKey, bystanderAccountId } = accounts
     // The broadcast, then (c) twice (autocannon and paced), each with its warm-up.
     const sendRequests = 2 * (warmupS + durationS) * rate + 2000
-    await api(server, ADMIN_TOKEN, 'POST', `/v1/admin/accounts/${senderAccountId}/credits`, { amount: contacts + sendRequests }, 200)
+    // The broadcast's message is one segment: Σ price over the recipients (contacts at price 1 under --routes single).
+    await api(server, ADMIN_TOKEN, 'POST', `/v1/admin/accounts/${senderAccountId}/credits`, { amount: settings.expected.priceSum + sendRequests }, 200)
     // (e): enough for --max-wait at --rate.
     if (during) await api(server, ADMIN_TOKEN, 'POST', `/v1/admin/accounts/${bystanderAccountId}/credits`, { amount: Math.ceil((maxWaitMs / 1000 + idleMs / 1000 + 60) * rate) }, 200)
     const segmentId = (await api(server, senderKey, 'POST', '/v1/audience/segments', { ...SEGMENT, rules: JSON.stringify(SEGMENT.rules) }, 201)) as string
     const broadcastId = (await api(server, senderKey, 'POST', '/v1/broadcasts', { name: 'Bench broadcast', message: 'Flash sale today only: 30% off everything. Reply STOP to opt out', senderId: 'Bench', segmentId }, 201)) as string
+    const { segments } = (await api(server, senderKey, 'GET', `/v1/broadcasts/${broadcastId}`)) as { segments: number }
+    const balanceBefore = ((await api(server, senderKey, 'GET', '/v1/account')) as { balance: number }).balance
     // Let the segment's background count and the server's other work finish first.
     for (const deadline = performance.now() + 60_000; !(await segmentsCounted(copy)) && performance.now() < deadline; ) await sleep(250)
     await waitServerIdle(server, 30_000)
@@ -194,6 +267,8 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
     const dispatchEnd = Number.isNaN(completedAt) ? performance.now() : completedAt
     await probe.stop()
     await duringSender?.stop()
+    // What the broadcast cost and where its recipients went, before (c) sends anything more.
+    const routesCheck = await checkRoutes(settings, server, copy, senderKey, broadcastId, { segments, balanceBefore, answerCredits: started.creditsUsed, finalCredits: last.creditsUsed })
     const queueS = (queuedAt - sendStart) / 1000
     const handoffS = (handoffAt - sendStart) / 1000
     const completionS = (dispatchEnd - sendStart) / 1000
@@ -257,6 +332,7 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
     }
 
     return {
+      routes: routesCheck,
       floor,
       queue: { seconds: queueS, answerSeconds: (sendEnd - sendStart) / 1000, recipients, creditsUsed: started.creditsUsed },
       handoff: {
@@ -315,5 +391,45 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
     await stopCpuMarks()
     await server.stop()
     await copy.drop()
+  }
+}
+
+/** The credits the broadcast took and the recipients per connection, against routing.ts's expectation. */
+async function checkRoutes(
+  settings: RunSettings,
+  server: RunningServer,
+  copy: StoreCopy,
+  senderKey: string,
+  broadcastId: string,
+  seen: { segments: number; balanceBefore: number; answerCredits: number; finalCredits: number },
+): Promise<RoutesCheck> {
+  const { expected } = settings
+  const balanceAfter = ((await api(server, senderKey, 'GET', '/v1/account')) as { balance: number }).balance
+  const rows = await recipientsByConnection(copy, broadcastId)
+  const byConnection: RoutesCheck['byConnection'] = {}
+  for (const [name, t] of Object.entries(expected.byConnection)) byConnection[name] = { recipients: 0, delivered: 0, failed: 0, other: 0, expected: t.recipients, expectedFailing: t.failing }
+  let priceSum = 0
+  for (const row of rows) {
+    const entry = (byConnection[row.carrier ?? '(none)'] ??= { recipients: 0, delivered: 0, failed: 0, other: 0, expected: 0, expectedFailing: 0 })
+    entry.recipients += row.n
+    if (row.status === 'delivered') entry.delivered += row.n
+    else if (row.status === 'failed') entry.failed += row.n
+    else entry.other += row.n
+    priceSum += row.price
+  }
+  const expectedCredits = expected.priceSum * seen.segments
+  const balanceDebited = seen.balanceBefore - balanceAfter
+  const storeCredits = priceSum * seen.segments
+  return {
+    mode: settings.routes,
+    segments: seen.segments,
+    expectedCredits,
+    answerCredits: seen.answerCredits,
+    finalCredits: seen.finalCredits,
+    balanceDebited,
+    storeCredits,
+    creditsOk: [seen.answerCredits, seen.finalCredits, balanceDebited, storeCredits].every((c) => c === expectedCredits),
+    byConnection,
+    splitOk: Object.values(byConnection).every((c) => c.recipients === c.expected),
   }
 }

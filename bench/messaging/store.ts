@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { withClient } from '../lib/postgres.js'
 import { PROJECT_DIR, startServer } from '../lib/server.js'
-import { insertContactsPostgres, insertContactsSqlite } from './contacts.js'
+import { insertContactsPostgres, insertContactsSqlite, type RoutesMode } from './contacts.js'
 
 /** Who the prepared store holds: the sender, with the contacts, and a bystander account. */
 export interface Accounts {
@@ -68,14 +68,19 @@ async function migrateAndSignUp(entry: string, databaseUrl: string): Promise<Acc
 
 const log = (message: string) => process.stderr.write(`${message}\n`)
 
+/** What names a cached store besides the schema: the count, and the countries' mix when it is not all US (--routes mixed). */
+function storeKey(contacts: number, routes: RoutesMode, separator: string): string {
+  return routes === 'single' ? `${contacts}` : `${routes}${separator}${contacts}`
+}
+
 /**
  * A SQLite file with the schema, both accounts and `contacts` contacts, kept in
- * .bench/messaging/stores and reused while the schema (`fingerprint`) is the same; each
- * run works on a copy of the file.
+ * .bench/messaging/stores and reused while the schema (`fingerprint`) and the contacts'
+ * mix (`routes`) are the same; each run works on a copy of the file.
  */
-export async function prepareSqlite(entry: string, contacts: number, fingerprint: string, refresh: boolean): Promise<PreparedStore> {
+export async function prepareSqlite(entry: string, contacts: number, routes: RoutesMode, fingerprint: string, refresh: boolean): Promise<PreparedStore> {
   mkdirSync(CACHE_DIR, { recursive: true })
-  const base = join(CACHE_DIR, `sqlite-${contacts}-${fingerprint}`)
+  const base = join(CACHE_DIR, `sqlite-${storeKey(contacts, routes, '-')}-${fingerprint}`)
   const file = `${base}.db`
   const metaFile = `${base}.json`
   if (refresh || !existsSync(file) || !existsSync(metaFile)) {
@@ -84,7 +89,7 @@ export async function prepareSqlite(entry: string, contacts: number, fingerprint
     const started = performance.now()
     log(`preparing ${file}: migrating, signing up, inserting ${contacts.toLocaleString('en')} contacts (once; reused by later runs)`)
     const accounts = await migrateAndSignUp(entry, `sqlite:${partial}`)
-    insertContactsSqlite(partial, accounts.senderAccountId, contacts, (done) => log(`  ${done.toLocaleString('en')} contacts`))
+    insertContactsSqlite(partial, accounts.senderAccountId, contacts, routes, (done) => log(`  ${done.toLocaleString('en')} contacts`))
     for (const suffix of ['-wal', '-shm']) rmSync(partial + suffix, { force: true })
     renameSync(partial, file)
     writeFileSync(metaFile, JSON.stringify(accounts, null, 2))
@@ -112,12 +117,13 @@ function databaseUrl(adminUrl: string, name: string): string {
 
 /**
  * The same as a PostgreSQL database used as a template, kept on the server between
- * runs (bench_msg_tpl_<contacts>_<fingerprint>); each run creates its own database from
- * it (CREATE DATABASE … TEMPLATE, a file copy) and drops it afterwards.
+ * runs (bench_msg_tpl_<contacts>_<fingerprint>, bench_msg_tpl_mixed_<contacts>_<fingerprint>
+ * for --routes mixed); each run creates its own database from it (CREATE DATABASE …
+ * TEMPLATE, a file copy) and drops it afterwards.
  */
-export async function preparePostgres(entry: string, adminUrl: string, contacts: number, fingerprint: string, refresh: boolean): Promise<PreparedStore> {
+export async function preparePostgres(entry: string, adminUrl: string, contacts: number, routes: RoutesMode, fingerprint: string, refresh: boolean): Promise<PreparedStore> {
   mkdirSync(CACHE_DIR, { recursive: true })
-  const template = `bench_msg_tpl_${contacts}_${fingerprint}`
+  const template = `bench_msg_tpl_${storeKey(contacts, routes, '_')}_${fingerprint}`
   const metaFile = join(CACHE_DIR, `postgres-${new URL(adminUrl).host.replace(/[^a-zA-Z0-9]/g, '_')}-${template}.json`)
   const exists = await withClient(adminUrl, async (c) => (await c.query('select 1 from pg_database where datname = $1', [template])).rowCount === 1)
   if (refresh || !exists || !existsSync(metaFile)) {
@@ -129,7 +135,7 @@ export async function preparePostgres(entry: string, adminUrl: string, contacts:
     })
     const url = databaseUrl(adminUrl, template)
     const accounts = await migrateAndSignUp(entry, url)
-    await insertContactsPostgres(url, accounts.senderAccountId, contacts, (done) => log(`  ${done.toLocaleString('en')} contacts`))
+    await insertContactsPostgres(url, accounts.senderAccountId, contacts, routes, (done) => log(`  ${done.toLocaleString('en')} contacts`))
     writeFileSync(metaFile, JSON.stringify(accounts, null, 2))
     log(`prepared in ${((performance.now() - started) / 1000).toFixed(0)} s`)
   }
