@@ -72,8 +72,8 @@ describe('every event type reaches a webhook subscribed to it, signed', () => {
     const messageId = sent.body.messageId
     const smsSent = await received('SmsSent', 2)
     expect(smsSent).toEqual(expect.arrayContaining([
-      { event: 'SmsSent', messageId, recipientPhone: '+14155557002', sentAt: timestamp, carrier: 'default' },
-      { event: 'SmsSent', messageId, recipientPhone: '+14155550042', sentAt: timestamp, carrier: 'default' },
+      { event: 'SmsSent', messageId, recipientPhone: '+14155557002', sentAt: timestamp, carrier: 'sandbox' },
+      { event: 'SmsSent', messageId, recipientPhone: '+14155550042', sentAt: timestamp, carrier: 'sandbox' },
     ]))
     const [delivered] = await received('SmsDelivered')
     expect(Object.keys(delivered!)).toEqual(['event', 'messageId', 'recipientPhone', 'deliveredAt'])

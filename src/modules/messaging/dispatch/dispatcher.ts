@@ -342,7 +342,8 @@ export class Dispatcher {
     const why = 'untaken' in untaken ? untaken.untaken : untaken.deferred
     const now = this.deps.clock.now()
     if (now.getTime() - message.createdAt.getTime() >= this.options.giveUpAfterMs) {
-      return { ...handoff, error: `no carrier of its route took it within ${Math.round(this.options.giveUpAfterMs / 60_000)} minutes: ${why}` }
+      // Given up with nothing handed over: nothing was sent, so nothing is charged.
+      return { ...handoff, error: `no carrier of its route took it within ${Math.round(this.options.giveUpAfterMs / 60_000)} minutes: ${why}`, refund: accepted.length === 0 }
     }
     if ('deferred' in untaken) return { ...handoff, error: why, retryAt: new Date(now.getTime() + DEFERRED_RETRY_MS), deferred: true }
     return { ...handoff, error: why, retryAt: new Date(now.getTime() + this.options.retryAfterMs) }

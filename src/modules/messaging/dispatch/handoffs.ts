@@ -7,7 +7,7 @@ import type { EventDemand } from '../../../platform/outbox/demand.js'
 import type { AcceptedPart, Carrier } from '../carriers/carrier.js'
 import { smsFailed, smsSent } from '../events.js'
 import { insertParts } from './handoff-journal.js'
-import type { MessagingMetrics } from '../metrics.js'
+import type { CarrierLabel, MessagingMetrics } from '../metrics.js'
 import { ProgressBatch } from './progress.js'
 
 /** A queued recipient the dispatcher claimed, with what it needs of its message. */
@@ -56,6 +56,8 @@ export interface Handoff {
   retryAt?: Date
   /** Left for the nodes that bind its carrier (retryAt is set too). */
   deferred?: boolean
+  /** A failure of nothing handed over (given up): its credits are given back. */
+  refund?: boolean
 }
 
 export const OPTED_OUT_ERROR = 'not sent: the recipient opted out before the message was handed to the carrier; its credits were refunded'
@@ -129,17 +131,19 @@ export async function recordHandoffs(
 
     await requeue(trx, nodeId, handoffs.filter((h) => h.retryAt !== undefined))
 
-    const failures = [
-      ...handoffs.filter((h): h is Handoff & { error: string } => h.error !== null && h.retryAt === undefined),
-      ...optedOut.map((o) => ({ ...o, error: OPTED_OUT_ERROR, refund: true })),
+    const failures: { recipient: ClaimedRecipient; message: MessageInfo; error: string; refund: boolean; carrier: CarrierLabel }[] = [
+      ...handoffs
+        .filter((h): h is Handoff & { error: string } => h.error !== null && h.retryAt === undefined)
+        .map((h) => ({ recipient: h.recipient, message: h.message, error: h.error, refund: h.refund === true, carrier: h.carrier.name })),
+      ...optedOut.map((o) => ({ ...o, error: OPTED_OUT_ERROR, refund: true, carrier: 'none' as const })),
     ]
     for (const f of failures) {
       const failed = await moveRecipients(trx, nodeId, [f.recipient.id], { status: 'failed', failed_at: at, error: f.error })
       if (!failed.has(f.recipient.id)) continue
-      moves.add({ from: 'queued', to: 'failed' }, 'carrier' in f ? f.carrier.name : 'none')
+      moves.add({ from: 'queued', to: 'failed' }, f.carrier)
       progress.count(f.message.id, f.message.broadcastId, { failed: 1 })
       await progress.event(smsFailed({ messageId: f.message.id, accountId: f.recipient.accountId, phoneNumber: f.recipient.phoneNumber }, now, f.error), f.message.kind === 'broadcast')
-      if ('refund' in f && !f.message.sandbox && f.message.kind !== 'reply') {
+      if (f.refund && !f.message.sandbox && f.message.kind !== 'reply') {
         const credits = f.message.segments * f.recipient.price
         await refund(trx, f.recipient.accountId, credits, now)
         await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${credits}` }).where('id', '=', f.message.id).execute()

@@ -49,7 +49,8 @@ export class CarrierConnections {
   private table: RouteTable
   private version: number | undefined
   private reloading: Promise<void> | undefined
-  private reloadAgain = false
+  /** A forced reload asked for while one ran: it runs after that one, and every caller waiting for it shares it. */
+  private reloadAgain: Promise<void> | undefined
   /** The stored connections as last read, disabled ones included. */
   private known: StoredConnection[] = []
   private polls = 0
@@ -81,9 +82,13 @@ export class CarrierConnections {
     await this.binds?.releaseAll()
   }
 
-  /** A change was committed on this node: apply it now rather than at the next poll. */
-  changed(): void {
-    this.reload(true).catch((err: unknown) => this.logger.error({ err }, 'applying a carrier configuration change failed; the next poll retries'))
+  /**
+   * A change was committed on this node: applies it now rather than at the next poll, and
+   * resolves once this node runs it, so the answer to the change comes after it holds here.
+   * Never rejects: a change that fails to apply now is applied by the next poll.
+   */
+  changed(): Promise<void> {
+    return this.reload(true).catch((err: unknown) => this.logger.error({ err }, 'applying a carrier configuration change failed; the next poll retries'))
   }
 
   /** The route a message of this account to this number takes, and its enabled carriers in order. */
@@ -130,20 +135,23 @@ export class CarrierConnections {
     return [this.environment, ...this.known].map((connection) => ({ name: connection.name, state: this.stateOf(connection) }))
   }
 
-  /** One reload at a time; a request during one runs another after it. */
+  /**
+   * One reload at a time. A forced one asked for while another runs (which may have read
+   * the store before the change) runs after it; a poll during one just waits for it.
+   */
   private reload(force: boolean): Promise<void> {
-    if (this.reloading) {
-      this.reloadAgain ||= force
+    if (this.reloading === undefined) {
+      this.reloading = this.apply(force).finally(() => (this.reloading = undefined))
       return this.reloading
     }
-    this.reloading = this.apply(force).finally(() => {
-      this.reloading = undefined
-      if (this.reloadAgain) {
-        this.reloadAgain = false
-        void this.reload(true)
-      }
-    })
-    return this.reloading
+    if (!force) return this.reloading
+    this.reloadAgain ??= this.reloading
+      .catch(() => undefined)
+      .then(() => {
+        this.reloadAgain = undefined
+        return this.reload(true)
+      })
+    return this.reloadAgain
   }
 
   private async apply(force: boolean): Promise<void> {

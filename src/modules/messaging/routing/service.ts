@@ -22,8 +22,8 @@ export interface RoutingAdminDeps {
   environment: StoredConnection
   /** The live state of a connection on this node. */
   stateOf(connection: StoredConnection): CarrierState
-  /** Called after every change is committed: this node reloads at once, the others within a poll. */
-  changed(): void
+  /** Called after every change is committed: resolves once this node runs it (the others follow within a poll). */
+  changed(): Promise<void>
 }
 
 /** The name of the connection the environment makes; no stored connection may take it. */
@@ -136,7 +136,7 @@ async function change(deps: RoutingAdminDeps, body: (trx: Transaction<DB>) => Pr
     await body(trx)
     if (bump) await q.bumpVersion(trx)
   })
-  deps.changed()
+  await deps.changed()
 }
 
 async function nameFree(db: Kysely<DB>, name: string, exceptId: string | undefined): Promise<void> {
