@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto'
 import { setTimeout } from 'node:timers/promises'
 import { expect } from 'vitest'
 import { TEST_ADMIN_TOKEN } from './fixtures.js'
@@ -49,29 +48,11 @@ export function routingApi(server: () => ApiClient) {
     }
   }
 
-  /**
-   * Replaces the route table, then waits until the node that answered runs it (see
-   * applied()), unless `waitApplied` is false.
-   */
-  async function putRoutes(routes: RouteEntry[], { waitApplied = true } = {}): Promise<{ version: number; routes: unknown[] }> {
+  /** Replaces the route table; the node that answers runs it once it has answered. */
+  async function putRoutes(routes: RouteEntry[]): Promise<{ version: number; routes: unknown[] }> {
     const response = await server().put('/v1/admin/routes', { ...admin, body: { routes } })
     expect(response.status, response.text).toBe(200)
-    if (waitApplied) await applied()
     return response.body
-  }
-
-  /**
-   * Waits until the node that answers has applied every change committed before the call.
-   * The node applies its own changes after it has answered them (CarrierConnections.changed
-   * is not awaited), so a send right after a PUT /v1/admin/routes may still be priced and
-   * routed by the table before it. A throwaway simulator connection running on the node
-   * shows that a reload which read the store after this call has completed.
-   */
-  async function applied(): Promise<void> {
-    const id = await createCarrier({ name: `barrier-${randomBytes(6).toString('hex')}`, type: 'simulator' })
-    await waitForStatus(id, 'up')
-    const deleted = await server().delete(`/v1/admin/carriers/${id}`, admin)
-    expect(deleted.status).toBe(204)
   }
 
   /** GET /v1/sms/{id} once every recipient is delivered or failed. */
@@ -92,5 +73,5 @@ export function routingApi(server: () => ApiClient) {
     return response.body.balance as number
   }
 
-  return { admin, createCarrier, carrier, waitForStatus, putRoutes, applied, settled, balance }
+  return { admin, createCarrier, carrier, waitForStatus, putRoutes, settled, balance }
 }

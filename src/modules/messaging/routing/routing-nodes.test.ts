@@ -71,13 +71,7 @@ describe('an account’s own route', () => {
 })
 
 describe('a recipient no carrier takes', () => {
-  /*
-   * BUG (src/modules/messaging/dispatch/handoffs.ts, recordHandoffs: only the opted-out
-   * entries carry `refund: true`): a recipient given up after CARRIER_GIVE_UP_AFTER_MS,
-   * handed to no carrier at all, is failed without a refund. README (Failover, and the
-   * CARRIER_GIVE_UP_AFTER_MS row of the configuration table) says "then it fails and its
-   * credits are refunded". Remove `.fails` once it is refunded.
-   */
+  // Given up with nothing handed over, it is refunded, as README says.
   it('stays queued, is tried again, and fails once CARRIER_GIVE_UP_AFTER_MS has passed, its credits refunded', async () => {
     const { key } = await customer()
     const off = await api.createCarrier({ name: 'sim-off', type: 'simulator', enabled: false })
@@ -98,17 +92,10 @@ describe('a recipient no carrier takes', () => {
 
 describe('the node that takes a change', () => {
   /*
-   * BUG (src/modules/messaging/routing/service.ts, change(): `deps.changed()` after the
-   * commit, and connections.ts changed(): `this.reload(true).catch(...)`, not awaited):
-   * PUT /v1/admin/routes answers 200 before the node that took it runs the new table, so a
-   * send made right after the answer, on the same node, is priced (and may be routed) by
-   * the old table. The doc comments promise "this node reloads at once", and
-   * routing-admin.test.ts sends right after a PUT as if it did (it is flaky for that
-   * reason). The reload of a large table (10,000 routes, the most PUT takes) loses the
-   * race in 10% to 60% of the rounds here (more on a loaded machine), so twenty rounds
-   * catch it nearly always; a pass of `.fails` is not proof of a fix, a failure of it is
-   * (every round priced right). Remove `.fails` once the answer waits for the node's own
-   * reload.
+   * PUT /v1/admin/routes answers once the node that took it runs the new table: a send
+   * right after the answer, on the same node, is priced (and routed) by the new table.
+   * Were the answer to come first, reloading a large table (10,000 routes, the most PUT
+   * takes) would lose that race in many of the rounds, so twenty rounds would catch it.
    */
   it('prices a send made right after PUT /v1/admin/routes by the table it put', async () => {
     const { key } = await customer()
@@ -116,7 +103,7 @@ describe('the node that takes a change', () => {
     const prices: { put: number; paid: number }[] = []
     for (let round = 0; round < 20; round++) {
       const price = 2 + (round % 2)
-      await api.putRoutes([{ prefix: '+', carriers: ['default'] }, { prefix: '+1', carriers: ['default'], price }, ...filler], { waitApplied: false })
+      await api.putRoutes([{ prefix: '+', carriers: ['default'] }, { prefix: '+1', carriers: ['default'], price }, ...filler])
       prices.push({ put: price, paid: (await send(server, key, ['+14155550100'])).creditsUsed })
     }
     expect(prices.filter(({ put, paid }) => put !== paid)).toEqual([])

@@ -64,7 +64,7 @@ async function send(recipients: string[], content: string): Promise<any> {
   return response.body
 }
 
-// Regression (fixed in 555fb40): every SMPP connection built registered its metric
+// Guards against a regression: every SMPP connection built registered its metric
 // again, so a second SMPP connection never started and the node applied no later change.
 describe('two SMPP connections', () => {
   it('runs both, and applies the changes made after them', async () => {
@@ -133,7 +133,7 @@ describe('prefix routing across three connections', () => {
  * - the broadcast was paid for at send (recipients x 1 segment x price 1); nothing fails,
  *   so nothing is refunded.
  *
- * Regression (fixed in 555fb40): a part waiting for a slot of A's window in the
+ * Guards against a regression: a part waiting for a slot of A's window in the
  * dispatcher waited for good when A went away with its window full of parts in doubt, so
  * nothing moved to B (A down with 10 in flight, B given 0 parts) and the server could not
  * stop until A came back.
