@@ -12,6 +12,7 @@ import {
 import { TEST_ADMIN_TOKEN } from '../support/fixtures.js'
 import type { TestServer } from '../support/harness.js'
 import { HttpsReceiver } from '../support/https-receiver.js'
+import { ResponseChecker } from '../support/openapi-contract.js'
 import { startWebhookServer } from '../support/webhook-fixtures.js'
 
 // Every operation of the document, called through the generated client on a real server:
@@ -28,9 +29,17 @@ let receiver: HttpsReceiver
 /** `${METHOD} ${path template}` of each call that answered 2xx. */
 const succeeded = new Set<string>()
 
+let checker: ResponseChecker
+
+/** Records each success, and checks every answer against the document as the test client's are. */
 const recordSuccess: Middleware = {
-  onResponse({ request, schemaPath, response }) {
+  async onResponse({ request, schemaPath, response }) {
     if (response.ok) succeeded.add(`${request.method} ${schemaPath}`)
+    // A stream has no end to read: its status and headers were checked by the client's own call.
+    if (response.headers.get('content-type')?.includes('text/event-stream')) return
+    const url = new URL(response.url)
+    const text = await response.clone().text()
+    await checker.check({ method: request.method, path: url.pathname + url.search, status: response.status, headers: response.headers, text })
   },
 }
 
@@ -49,6 +58,7 @@ beforeAll(async () => {
   receiver = await HttpsReceiver.start()
   // The webhook server trusts the receiver's test CA, so a test delivery really succeeds.
   server = await startWebhookServer({ config: { adminToken: TEST_ADMIN_TOKEN, publicUrl: PUBLIC_URL } })
+  checker = new ResponseChecker(server.url)
   open = clientWith()
 })
 afterAll(async () => {
