@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createKey, expectProblem, signUp, TEST_ADMIN_TOKEN, topUp, type TestAccount } from '../../../../test/support/fixtures.js'
 import { startServer, type TestServer } from '../../../../test/support/harness.js'
+import { routingApi } from '../../../../test/support/routing-api.js'
 
 let server: TestServer
 let alice: TestAccount
@@ -32,16 +33,7 @@ beforeAll(async () => {
 })
 afterAll(() => server?.close())
 
-async function settled(messageId: string) {
-  let message: any
-  await expect
-    .poll(async () => {
-      message = (await server.get(`/v1/sms/${messageId}`, { token: key })).body
-      return message.recipients.every((r: any) => r.status === 'delivered' || r.status === 'failed')
-    }, { timeout: 15_000, interval: 25 })
-    .toBe(true)
-  return message
-}
+const settled = (messageId: string) => routingApi(() => server).settled(messageId, key)
 
 describe('route prices', () => {
   it('charges each recipient its route’s price per segment, and refuses a send the balance cannot pay with 402, charging nothing', async () => {
