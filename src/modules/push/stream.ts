@@ -79,6 +79,11 @@ function onResponseClose(this: StreamResponse): void {
   stream.markClosed()
 }
 
+/** How a broker's ids compare (store sequence numbers, Redis stream ids). */
+export interface IdOrder {
+  compareIds(a: string, b: string): number
+}
+
 export class PushStream {
   /** Live events that arrived while the stream was replaying; null once live. */
   private pending: PushEvent[] | null = []
@@ -86,6 +91,13 @@ export class PushStream {
   isClosed = false
   /** broker.opened resolved for this stream, so its close must be told to the broker. */
   brokerOpened = false
+  /**
+   * Once live, the newest id the client already has (resumed from or replayed), until a
+   * newer event is sent: a live event not newer is one the client has. That happens when
+   * the store answers the replay's read before the publisher's own write, so an event
+   * reaches the client by replay and is then fanned out live as well.
+   */
+  private alreadyHas: { id: string; ids: IdOrder } | undefined
 
   constructor(
     private readonly raw: StreamResponse,
@@ -112,6 +124,7 @@ export class PushStream {
   send(events: readonly PushEvent[], frame: Buffer, chunk: Buffer): void {
     if (this.isClosed) return
     if (this.pending === null) {
+      if (this.alreadyHas !== undefined) return this.sendNewer(events, frame, chunk, this.alreadyHas)
       this.writeFramed(frame, chunk)
       return
     }
@@ -139,9 +152,9 @@ export class PushStream {
    * newer than the last replayed, then turns live. Synchronous from the last replayed
    * event on, so no live event slips in between.
    */
-  async goLive(connected: Buffer, replayed: readonly PushEvent[], ids: { compareIds(a: string, b: string): number }): Promise<void> {
+  async goLive(connected: Buffer, replayed: readonly PushEvent[], ids: IdOrder, resumedFrom?: string): Promise<void> {
     this.write(connected)
-    let lastId: string | undefined
+    let lastId: string | undefined = resumedFrom
     for (const event of replayed) {
       if (this.isClosed) return
       this.write(encodeEvent(event))
@@ -153,8 +166,23 @@ export class PushStream {
     this.pending = null
     this.pendingBytes = 0
     for (const event of arrived) {
-      if (lastId === undefined || ids.compareIds(event.id, lastId) > 0) this.write(encodeEvent(event))
+      if (lastId === undefined || ids.compareIds(event.id, lastId) > 0) {
+        this.write(encodeEvent(event))
+        lastId = event.id
+      }
     }
+    if (lastId !== undefined) this.alreadyHas = { id: lastId, ids }
+  }
+
+  /** Live events in id order, the client holding some of the first (see alreadyHas): only the newer go out. */
+  private sendNewer(events: readonly PushEvent[], frame: Buffer, chunk: Buffer, has: { id: string; ids: IdOrder }): void {
+    const newer = events.filter((event) => has.ids.compareIds(event.id, has.id) > 0)
+    if (newer.length === 0) return
+    // Every later event is newer still: the check is over.
+    this.alreadyHas = undefined
+    if (newer.length === events.length) return this.writeFramed(frame, chunk)
+    const own = Buffer.concat(newer.map(encodeEvent))
+    this.writeFramed(own, chunkOf(own))
   }
 
   /** The token expired: tell the client, end the response. */

@@ -46,7 +46,8 @@ export async function subscribe(
     const replay = lastEventId === undefined ? undefined : await broker.replay(grant.accountId, grant.channels, lastEventId)
     if (stream.isClosed) return
     // recovered: nothing was missed on a first connection; otherwise, whether history held it all.
-    await stream.goLive(encodeConnected(grant.channels, replay?.complete ?? true), replay?.events ?? [], broker)
+    // A complete replay resumed from an id the broker issued: events up to it are the client's already.
+    await stream.goLive(encodeConnected(grant.channels, replay?.complete ?? true), replay?.events ?? [], broker, replay?.complete ? lastEventId : undefined)
     // Only once live: `connected` and the replay go out at once, never held for an ACK.
     if (hub.coalescesWrites) stream.coalesceWrites(true)
   } catch (err) {
