@@ -160,9 +160,10 @@ export class Dispatcher {
           // Each group is recorded once its own recipients are handed over: a single send
           // is not left queued until the broadcast recipients of its batch are handed over too.
           const deferred = await this.deps.metrics.slice('dispatch', () => Promise.all(groups.map((group) => this.dispatch(group))))
-          // All of it left for the nodes that bind its carriers: claiming more at once would
-          // only take recipients from them.
-          if (deferred.reduce((sum, n) => sum + n, 0) === count) await this.idle()
+          // All of it left for the nodes that bind its carriers: this node waits past the
+          // recipients' retry, so that those nodes (polling every idlePollMs) claim them,
+          // rather than this one claiming them again first.
+          if (deferred.reduce((sum, n) => sum + n, 0) === count) await this.idle(2 * DEFERRED_RETRY_MS)
         }
         // SQLite answers synchronously and the simulator at once: without a turn of the
         // event loop between batches, requests would wait for the whole queue.
@@ -174,7 +175,7 @@ export class Dispatcher {
     }
   }
 
-  private idle(): Promise<void> {
+  private idle(ms = this.options.idlePollMs): Promise<void> {
     if (!this.running) return Promise.resolve()
     return new Promise((resolve) => {
       const done = () => {
@@ -182,7 +183,7 @@ export class Dispatcher {
         this.sleepers.delete(done)
         resolve()
       }
-      const timer = setTimeout(done, this.options.idlePollMs)
+      const timer = setTimeout(done, ms)
       this.sleepers.add(done)
     })
   }

@@ -22,7 +22,7 @@ describe.skipIf(testStoreKind !== 'postgres')('SMPP binds across nodes (PostgreS
   beforeAll(async () => {
     smsc = await TestSmsc.start(CREDENTIALS)
     const database = await freshDatabase()
-    const config = { adminToken: TEST_ADMIN_TOKEN, carrier: 'smpp' as const, smppUrl: smsc.url(), leaseTtlMs: 1_500 }
+    const config = { adminToken: TEST_ADMIN_TOKEN, carrier: 'smpp' as const, smppUrl: smsc.url(), leaseTtlMs: 6_000 }
     first = await startServer({ database, config })
     // Bound before the second node starts, so the first holds the slot. (expect.poll works in tests only.)
     for (let waited = 0; (await smsc.state()).boundSessions !== 1; waited += 50) {
@@ -46,8 +46,8 @@ describe.skipIf(testStoreKind !== 'postgres')('SMPP binds across nodes (PostgreS
   }
 
   it('binds on one node only; the other leaves its recipients to it, and shows the link as the holder sees it', async () => {
-    // Three bind sweeps: the second node never took a slot the first holds.
-    await new Promise((resolve) => setTimeout(resolve, 3_500))
+    // Several bind sweeps: the second node never took a slot the first holds.
+    await new Promise((resolve) => setTimeout(resolve, 4_500))
     expect((await smsc.state()).boundSessions).toBe(1)
     expect((await smsc.state()).binds.filter((b) => b.isAccepted), JSON.stringify((await smsc.state()).binds)).toHaveLength(1)
     expect(await defaultState(second!)).toMatchObject({ status: 'up', inFlight: 0 })
@@ -56,7 +56,7 @@ describe.skipIf(testStoreKind !== 'postgres')('SMPP binds across nodes (PostgreS
     const sent = await second!.post('/v1/sms/send', { token: key, body: { recipients: numbers, content: 'Through the bind', senderId: 'Acme' } })
     expect(sent.status).toBe(201)
     await expect
-      .poll(async () => (await second!.get(`/v1/sms/${sent.body.messageId}`, { token: key })).body.recipients.filter((r: any) => r.status === 'sent' || r.status === 'delivered').length, { timeout: 15_000 })
+      .poll(async () => (await second!.get(`/v1/sms/${sent.body.messageId}`, { token: key })).body.recipients.filter((r: any) => r.status === 'sent' || r.status === 'delivered').length, { timeout: 30_000 })
       .toBe(numbers.length)
     const submits = (await smsc.state()).submits.filter((s) => numbers.includes(`+${s.destinationAddr}`))
     expect(submits.map((s) => `+${s.destinationAddr}`).sort()).toEqual([...numbers].sort())
