@@ -9,7 +9,7 @@ import { cpuBetween, cpuMark, stopCpuMarks, waitServerIdle, type CpuShare } from
 import { floorPostgres, floorSqlite, type FloorResult } from './floor.js'
 import { int, log, ms, sec, sleep } from './format.js'
 import { patientAgent, Probe, type ProbeStats } from './probe.js'
-import { MIXED_CONNECTIONS, MIXED_ROUTES, priceSql, routesOf, type Expected } from './routing.js'
+import { DEFAULT_CONNECTION, MIXED_CONNECTIONS, MIXED_ROUTES, priceSql, routesOf, type Expected } from './routing.js'
 import { JWT_SECRET, type PreparedStore, type StoreCopy } from './store.js'
 
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789'
@@ -88,13 +88,15 @@ async function segmentsCounted(copy: StoreCopy): Promise<boolean> {
 
 /** A broadcast's recipients by the connection that took each (null: not sent) and status, with their prices summed, read from the store. */
 async function recipientsByConnection(copy: StoreCopy, broadcastId: string): Promise<{ carrier: string | null; status: string; n: number; price: number }[]> {
-  const rows = await readStore(
-    copy,
-    `select r.carrier as carrier, r.status as status, count(*) as n, sum(r.price) as price from message_recipients r
-     where r.message_id = (select m.id from messages m where m.broadcast_id = ?) group by r.carrier, r.status`,
-    [broadcastId],
-  )
-  return rows.map((r) => ({ carrier: r.carrier, status: r.status, n: Number(r.n), price: Number(r.price) }))
+  const of = `from message_recipients r where r.message_id = (select m.id from messages m where m.broadcast_id = ?)`
+  try {
+    const rows = await readStore(copy, `select r.carrier as carrier, r.status as status, count(*) as n, sum(r.price) as price ${of} group by r.carrier, r.status`, [broadcastId])
+    return rows.map((r) => ({ carrier: r.carrier, status: r.status, n: Number(r.n), price: Number(r.price) }))
+  } catch {
+    // A build from before carrier routes (--commit): one connection, at price 1, carried everything it sent.
+    const rows = await readStore(copy, `select r.status as status, count(*) as n ${of} group by r.status`, [broadcastId])
+    return rows.map((r) => ({ carrier: r.status === 'queued' ? null : DEFAULT_CONNECTION, status: r.status, n: Number(r.n), price: Number(r.n) }))
+  }
 }
 
 /**
