@@ -38,6 +38,8 @@ export interface CarrierRouting {
   choose(accountId: string, phoneNumber: string): { carriers: Carrier[] }
   /** The connection's name an operator gave it. */
   nameOf(carrier: Carrier): string
+  /** Whether any connection configured keeps no books in the store (SMPP, Twilio): then hand-offs are journaled. */
+  journals(): boolean
 }
 
 export interface Carriers {
@@ -294,8 +296,10 @@ export class Dispatcher {
    * with the recipient, so a queued recipient of theirs has none.)
    */
   private async partsRecordedBefore(recipients: ClaimedRecipient[], messages: Map<string, MessageInfo>): Promise<Map<number, Map<number, RecordedPart>>> {
-    // Any live recipient: its route may have named a carrier outside the store before a
-    // crash, even if it names only simulators now, and a part is never handed to two.
+    // Any live recipient while a carrier outside the store is configured: its route may have
+    // named it before a crash, even if it names only simulators now. With simulators alone
+    // (their books are written with the hand-off) there is nothing to look up.
+    if (!this.carriers.routing.journals()) return new Map()
     const journaled = recipients.filter((r) => !messages.get(r.messageId)!.sandbox)
     if (journaled.length === 0) return new Map()
     return recordedParts(this.deps.db, journaled.map((r) => r.id))

@@ -107,6 +107,11 @@ export class CarrierConnections {
     return this.table
   }
 
+  /** Whether any enabled connection is outside the store (not a simulator): its parts are journaled as they are accepted. */
+  journals(): boolean {
+    return this.environment.type !== 'simulator' || this.known.some((c) => c.enabled && c.type !== 'simulator')
+  }
+
   /** The environment's connection as it runs here, if it does (metrics). */
   get environmentCarrier(): Carrier | undefined {
     return this.running.get(this.environment.id)?.carrier

@@ -10,8 +10,6 @@ export interface Route {
   accountId: string | null
 }
 
-/** The longest E.164 number: "+" and 15 digits. */
-const LONGEST_PREFIX = 16
 
 /**
  * The routes in force, looked up by number: the account's own route with the longest
@@ -21,6 +19,8 @@ const LONGEST_PREFIX = 16
 export class RouteTable {
   private readonly global = new Map<string, Route>()
   private readonly byAccount = new Map<string, Map<string, Route>>()
+  /** The prefix lengths the table has, longest first: a lookup probes only those (one, for `+` alone). */
+  private readonly lengths: number[]
 
   constructor(readonly routes: readonly Route[]) {
     for (const route of routes) {
@@ -32,12 +32,22 @@ export class RouteTable {
       if (own === undefined) this.byAccount.set(route.accountId, (own = new Map()))
       own.set(route.prefix, route)
     }
+    this.lengths = [...new Set(routes.map((route) => route.prefix.length))].sort((a, b) => b - a)
   }
 
   /** The route a message of this account to this number takes; undefined only when the table has no "+" route. */
   choose(accountId: string, phoneNumber: string): Route | undefined {
     const own = this.byAccount.get(accountId)
-    return (own && longestMatch(own, phoneNumber)) ?? longestMatch(this.global, phoneNumber)
+    return (own && this.longestMatch(own, phoneNumber)) ?? this.longestMatch(this.global, phoneNumber)
+  }
+
+  private longestMatch(routes: ReadonlyMap<string, Route>, phoneNumber: string): Route | undefined {
+    for (const length of this.lengths) {
+      if (length > phoneNumber.length) continue
+      const route = routes.get(phoneNumber.slice(0, length))
+      if (route !== undefined) return route
+    }
+    return undefined
   }
 
   /** Whether every account pays the same, whatever the number: then pricing needs no lookup per recipient. */
@@ -45,12 +55,4 @@ export class RouteTable {
     const prices = new Set(this.routes.map((route) => route.price))
     return prices.size === 1 ? [...prices][0] : undefined
   }
-}
-
-function longestMatch(routes: ReadonlyMap<string, Route>, phoneNumber: string): Route | undefined {
-  for (let length = Math.min(LONGEST_PREFIX, phoneNumber.length); length >= 1; length--) {
-    const route = routes.get(phoneNumber.slice(0, length))
-    if (route !== undefined) return route
-  }
-  return undefined
 }
