@@ -288,6 +288,7 @@ export class Messaging implements AppModule {
           onRefusedForNow: this.built.metrics.smppRefusals(),
         })
       case 'twilio': {
+        if (options.publicUrl === undefined) throw new Error('a twilio connection needs PUBLIC_URL: its status callbacks and inbound messages come to that address')
         const baseUrl = typeof config.baseUrl === 'string' ? config.baseUrl : 'https://api.twilio.com'
         const accountSid = String(config.accountSid)
         return new TwilioCarrier({

@@ -53,6 +53,8 @@ export class CarrierConnections {
   private reloadAgain: Promise<void> | undefined
   /** The stored connections as last read, disabled ones included. */
   private known: StoredConnection[] = []
+  /** Connections that could not be started here, with why and since when: down, and retried at the next change. */
+  private readonly failed = new Map<string, { error: string; since: Date; fingerprint: string }>()
   private polls = 0
   private readonly poll: BackgroundLoop
 
@@ -131,6 +133,8 @@ export class CarrierConnections {
 
   stateOf(connection: StoredConnection): CarrierState {
     if (!connection.enabled) return { status: 'disabled', since: new Date(connection.updatedAt), inFlight: 0, sentLastMinute: 0, lastError: null }
+    const failed = this.failed.get(connection.id)
+    if (failed !== undefined) return { status: 'down', since: failed.since, inFlight: 0, sentLastMinute: 0, lastError: failed.error }
     const carrier = this.running.get(connection.id)?.carrier ?? this.remote.get(connection.id)
     return carrier?.state?.() ?? { status: 'connecting', since: new Date(connection.updatedAt), inFlight: 0, sentLastMinute: 0, lastError: null }
   }
@@ -209,11 +213,22 @@ export class CarrierConnections {
     }
     for (const [id, connection] of wanted) {
       if (this.running.has(id)) continue
-      const carrier = this.build(connection)
-      await carrier.start(this.handlersFor(carrier))
-      this.running.set(id, { connection, carrier, fingerprint: fingerprintOf(connection) })
-      this.logger.info({ connection: connection.name, type: connection.type }, 'carrier connection started')
+      const fingerprint = fingerprintOf(connection)
+      // One that failed with this config fails again: it waits for a change.
+      if (this.failed.get(id)?.fingerprint === fingerprint) continue
+      try {
+        const carrier = this.build(connection)
+        await carrier.start(this.handlersFor(carrier))
+        this.running.set(id, { connection, carrier, fingerprint })
+        this.failed.delete(id)
+        this.logger.info({ connection: connection.name, type: connection.type }, 'carrier connection started')
+      } catch (err) {
+        // One connection that cannot start must not keep the others, or the routes, from applying.
+        this.failed.set(id, { error: (err as Error).message, since: new Date(), fingerprint })
+        this.logger.error({ err, connection: connection.name }, 'a carrier connection could not be started; its routes skip it')
+      }
     }
+    for (const id of this.failed.keys()) if (!wanted.has(id)) this.failed.delete(id)
     await Promise.all(stopping)
   }
 

@@ -146,3 +146,25 @@ describe('routes', () => {
     expect(metrics.text).toMatch(/carrier_connection_sent_last_minute\{connection="default"\} [1-9]/)
   })
 })
+
+describe('a connection the server cannot run', () => {
+  it('shows down with why, keeps the other changes applying, and can still be disabled', async () => {
+    // A second server on the same store without PUBLIC_URL cannot run a twilio connection.
+    const other = await startServer({ database: server.config.database, config: { adminToken: TEST_ADMIN_TOKEN } })
+    try {
+      const twilio = await createCarrier({ name: 'twilio-x', type: 'twilio', config: { accountSid: 'AC0456', authToken: 'tw-x-token' } })
+      expect(twilio.status).toBe(201)
+      const onOther = async () => (await other.get(`/v1/admin/carriers/${twilio.body}`, admin)).body
+      await expect.poll(async () => (await onOther()).state, { timeout: 5_000 }).toMatchObject({ status: 'down', lastError: expect.stringContaining('PUBLIC_URL') })
+      // A later change still applies there.
+      const sim = await createCarrier({ name: 'sim-after', type: 'simulator' })
+      await expect.poll(async () => (await other.get(`/v1/admin/carriers/${sim.body}`, admin)).body.state?.status, { timeout: 5_000 }).toBe('up')
+      // Disabling takes no config, so it needs no PUBLIC_URL.
+      const disabled = await other.patch(`/v1/admin/carriers/${twilio.body}`, { ...admin, body: { enabled: false } })
+      expect(disabled.status).toBe(200)
+      expect(disabled.body.state.status).toBe('disabled')
+    } finally {
+      await other.close()
+    }
+  })
+})

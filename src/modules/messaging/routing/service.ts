@@ -67,7 +67,9 @@ export async function updateCarrier(deps: RoutingAdminDeps, id: string, body: Up
     const stored = await q.findConnection(trx, id)
     if (stored === undefined) throw new NotFound('carrier connection', id)
     const config = body.config === undefined ? stored.config : keepSecrets(stored, body.config as Record<string, unknown>)
-    checkConfig(deps, stored.type, config)
+    // The config is checked when it changes: a rename or `enabled` alone stays possible for a
+    // connection whose config the server can no longer run (a twilio one without PUBLIC_URL).
+    if (body.config !== undefined) checkConfig(deps, stored.type, config)
     if (body.name !== undefined && body.name !== stored.name) {
       await nameFree(trx, body.name, id)
       await renameInRoutes(trx, stored.name, body.name)
