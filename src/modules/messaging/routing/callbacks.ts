@@ -47,41 +47,39 @@ export const carrierCallbackRoutes: FastifyPluginAsyncTypebox<CarrierCallbackOpt
     return carrier
   }
 
-  app.post('/v1/carriers/:connectionId/status', {
-    schema: {
-      operationId: 'twilioStatusCallback',
-      tags: ['carriers'],
-      summary: 'Twilio status callback',
-      description:
-        'Where a twilio connection’s messages report their status (the StatusCallback the platform gives Twilio). `delivered` records a delivered receipt; `undelivered` and `failed` a failed one with ErrorCode as the error; other statuses are steps on the way and are ignored. Signed with X-Twilio-Signature (HMAC-SHA1 of the full URL and the sorted parameters with the auth token).',
-      security: [],
-      params: CallbackParams,
-      body: CallbackForm,
-      consumes: ['application/x-www-form-urlencoded'],
-      response: { ...Accepted, ...problemResponses(REFUSED) },
-    },
-    config: { auth: AUTH.public },
-  }, async (request, reply) => {
-    await verified(request, request.params.connectionId, request.body).statusCallback(request.body)
-    return reply.code(204).send()
-  })
+  /** One callback: the same parameters, form body, answers and signature check; only what it feeds differs. */
+  const callback = (
+    kind: 'status' | 'inbound',
+    doc: { operationId: string; summary: string; description: string },
+    feed: (carrier: TwilioCarrier, form: Record<string, string>) => Promise<void>,
+  ) =>
+    app.post(`/v1/carriers/:connectionId/${kind}`, {
+      schema: {
+        ...doc,
+        tags: ['carriers'],
+        security: [],
+        params: CallbackParams,
+        body: CallbackForm,
+        consumes: ['application/x-www-form-urlencoded'],
+        response: { ...Accepted, ...problemResponses(REFUSED) },
+      },
+      config: { auth: AUTH.public },
+    }, async (request, reply) => {
+      await feed(verified(request, request.params.connectionId, request.body), request.body)
+      return reply.code(204).send()
+    })
 
-  app.post('/v1/carriers/:connectionId/inbound', {
-    schema: {
-      operationId: 'twilioInboundMessage',
-      tags: ['carriers'],
-      summary: 'Twilio inbound message',
-      description:
-        'Where Twilio delivers messages sent to a twilio connection’s numbers (set it as the number’s messaging webhook): From, To and Body feed the same inbound handling as SMPP, so InboundMessage fires and STOP-family words opt the sender out. Signed with X-Twilio-Signature.',
-      security: [],
-      params: CallbackParams,
-      body: CallbackForm,
-      consumes: ['application/x-www-form-urlencoded'],
-      response: { ...Accepted, ...problemResponses(REFUSED) },
-    },
-    config: { auth: AUTH.public },
-  }, async (request, reply) => {
-    await verified(request, request.params.connectionId, request.body).inbound(request.body)
-    return reply.code(204).send()
-  })
+  callback('status', {
+    operationId: 'twilioStatusCallback',
+    summary: 'Twilio status callback',
+    description:
+      'Where a twilio connection’s messages report their status (the StatusCallback the platform gives Twilio). `delivered` records a delivered receipt; `undelivered` and `failed` a failed one with ErrorCode as the error; other statuses are steps on the way and are ignored. Signed with X-Twilio-Signature (HMAC-SHA1 of the full URL and the sorted parameters with the auth token).',
+  }, (carrier, form) => carrier.statusCallback(form))
+
+  callback('inbound', {
+    operationId: 'twilioInboundMessage',
+    summary: 'Twilio inbound message',
+    description:
+      'Where Twilio delivers messages sent to a twilio connection’s numbers (set it as the number’s messaging webhook): From, To and Body feed the same inbound handling as SMPP, so InboundMessage fires and STOP-family words opt the sender out. Signed with X-Twilio-Signature.',
+  }, (carrier, form) => carrier.inbound(form))
 }

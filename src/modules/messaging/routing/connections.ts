@@ -56,6 +56,8 @@ export class CarrierConnections {
   /** Connections that could not be started here, with why and since when: down, and retried at the next change. */
   private readonly failed = new Map<string, { error: string; since: Date; fingerprint: string }>()
   private polls = 0
+  /** The links other nodes hold, as the last bind sweep read them (polls between sweeps reuse it). */
+  private lastElsewhere = new Map<string, LinkStatus>()
   private readonly poll: BackgroundLoop
 
   constructor(
@@ -198,7 +200,6 @@ export class CarrierConnections {
     return result
   }
 
-  private lastElsewhere = new Map<string, LinkStatus>()
 
   private async startAndStop(wanted: Map<string, StoredConnection>): Promise<void> {
     const stopping: Promise<void>[] = []
