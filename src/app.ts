@@ -65,6 +65,10 @@ export interface BuildOptions {
   pushBusyProbe?: BusyProbe
 }
 
+// Found as startWorker finds a thread's file: beside this one, as built (.js) or run from
+// the sources (.ts). A URL because the store's worker threads import it too.
+const MESSAGING_SQLITE_FUNCTIONS = new URL(`./modules/messaging/sql-functions.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url).href
+
 /**
  * The composition root: opens the store, builds every shared object once and hands
  * each module the dependencies it names. Tests call it too.
@@ -72,7 +76,7 @@ export interface BuildOptions {
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const clock = options.clock ?? systemClock
   const logger = options.logger ?? createLogger(config)
-  const store = openStore(config.database, logger)
+  const store = openStore(config.database, logger, { sqliteFunctions: [MESSAGING_SQLITE_FUNCTIONS] })
   await migrateToLatest(store.db, store.dialect.name)
   const redis = config.redisUrl ? new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined
   // One registry per app: tests build several apps in one process.

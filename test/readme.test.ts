@@ -6,7 +6,8 @@ import { startServer, type TestServer } from './support/harness.js'
 
 let server: TestServer
 beforeAll(async () => {
-  server = await startServer()
+  // The walkthrough's campaign tracks its links, which point at PUBLIC_URL, as there.
+  server = await startServer({ config: { publicUrl: 'http://127.0.0.1:3000' } })
 })
 afterAll(() => server.close())
 
@@ -37,6 +38,10 @@ describe('the README walkthrough', () => {
     expect(output).toMatch(/"recipients":\[\{"phoneNumber":"\+14155550100","status":"delivered"/)
     expect(output).toMatch(/\{"status":"sending","recipients":\d+,"creditsUsed":0\}/)
     expect(output).toMatch(/"name":"Gold members".*"status":"completed"/)
+    expect(output).toMatch(/\{"text":"Hi Alex, your member offer: http:\/\/127\.0\.0\.1:\d+\/l\/[0-9a-f]{14}0","encoding":"GSM-7","segments":1\}/)
+    expect(output).toMatch(/\{"recipients":2,"credits":0\}/)
+    expect(output).toMatch(/"name":"Gold offer".*"status":"paused"/)
+    expect(output).toMatch(/"name":"Gold offer".*"status":"completed".*"trackLinks":true,"maxPerMinute":30/)
     expect(output).not.toMatch(/"status":[45]\d\d/)
   })
 })

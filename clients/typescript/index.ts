@@ -148,6 +148,7 @@ const EVENT_TYPE_SET: Record<EventType, true> = {
   CampaignDeleted: true,
   OptOut: true,
   LowBalance: true,
+  LinkClicked: true,
 }
 
 /** Every event type a webhook can subscribe to. */

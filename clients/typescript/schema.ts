@@ -540,6 +540,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/broadcasts/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview a message for a contact
+         * @description Renders a message with its placeholders for a contact of the account (or for a sample contact, Alex Sample, when none is named): the text it receives, its encoding and its segments. With trackLinks, each URL is shown as a short link of the real length. A bad placeholder is a 422 naming its position.
+         */
+        post: operations["previewBroadcastMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/broadcasts": {
         parameters: {
             query?: never;
@@ -584,7 +604,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a broadcast
-         * @description Deletes a broadcast that is not sending: a draft, a scheduled one (which then never starts) or a completed one.
+         * @description Deletes a broadcast that is not sending or paused: a draft, a scheduled one (which then never starts), a completed or a cancelled one.
          */
         delete: operations["deleteBroadcast"];
         options?: never;
@@ -603,9 +623,129 @@ export interface paths {
         put?: never;
         /**
          * Send a draft broadcast
-         * @description Starts a draft now, or schedules it for `scheduledAt` (at most a year ahead). The audience is evaluated when it starts: contacts added since the draft was made are included, opted-out ones are not. The start takes recipients × segments credits at once (none for a Playground key) and answers 202; the recipients are then queued in the background. The body is optional.
+         * @description Starts a draft now, or schedules it for `scheduledAt` (at most a year ahead). The audience is evaluated when it starts: contacts added since the draft was made are included, opted-out ones are not. The start takes the credits at once, exactly: each recipient's text (personalised) in segments × its route's price, summed (none for a Playground key), and answers 202; the recipients are then queued in the background, at its pace and within its send window. The body is optional.
          */
         post: operations["sendBroadcast"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/broadcasts/{id}/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Estimate what a broadcast would cost now
+         * @description The recipients a send now would reach and the credits it would take, exactly as the send counts them: each recipient's text (personalised, with tracked links at their real length) in segments, times its route's price, summed.
+         */
+        get: operations["estimateBroadcast"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/broadcasts/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a sending broadcast
+         * @description sending → paused: no more recipients are handed to a carrier, on every node within a second; parts already handed over finish. Recipients stay queued and their credits stay taken until it is resumed or cancelled. Takes no body.
+         */
+        post: operations["pauseBroadcast"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/broadcasts/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused broadcast
+         * @description paused → sending: hand-off goes on where it stopped, at its pace and within its send window. Takes no body.
+         */
+        post: operations["resumeBroadcast"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/broadcasts/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a broadcast
+         * @description scheduled, sending or paused → cancelled: recipients not yet handed to a carrier fail with error "cancelled" and their credits are refunded at once, exactly; parts already handed over finish. Takes no body.
+         */
+        post: operations["cancelBroadcast"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/broadcasts/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test of a broadcast
+         * @description Renders the message for a contact (the one named, else the first of the audience, else the sample contact) and sends it to 1 to 5 numbers as an ordinary SMS, charged as POST /v1/sms/send is; tracked links go out as their original URLs. The broadcast stays as it is.
+         */
+        post: operations["testSendBroadcast"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/l/{code}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a tracked link
+         * @description Where a recipient of a broadcast with tracked links lands from the SMS: answers 302 with the original URL in Location at once, and records the click afterwards (the broadcast’s `clicks`, its `uniqueClicks` and the recipient’s `clickedAt` on its first click, and a LinkClicked webhook event), so counters may lag the redirect by a fraction of a second. `code` is the recipient’s 14-character link code and the link’s index (one digit). Anything else, well formed or not, is 404. Takes no credentials and is not rate limited.
+         */
+        get: operations["followLink"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -5304,6 +5444,8 @@ export interface operations {
                             error: string | null;
                             /** @description Set when no receipt came within RECEIPT_TIMEOUT_HOURS (72 by default) of sentAt: the recipient stays sent and counts as settled */
                             receiptTimedOutAt: string | null;
+                            /** @description When the recipient first followed a tracked link of its broadcast (GET /l/{code}); null until then, and always for a message without tracked links */
+                            clickedAt: string | null;
                         }[];
                     };
                 };
@@ -5500,6 +5642,147 @@ export interface operations {
             };
         };
     };
+    previewBroadcastMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "message": "Hi {{firstName|there}}, -30% today: https://shop.example.com/sale",
+                 *       "trackLinks": true
+                 *     }
+                 */
+                "application/json": {
+                    message: string;
+                    /** @description Render for this contact; absent: for a sample contact (Alex Sample) */
+                    contactId?: string;
+                    /** @default false */
+                    trackLinks?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The message as this contact receives it (tracked links with a code of the real length) */
+                        text: string;
+                        encoding: "GSM-7" | "UCS-2";
+                        segments: number;
+                    };
+                };
+            };
+            /** @description Malformed request: the body is not valid JSON (or is empty under a JSON content type), Content-Length does not match it, or an HTTP/1.1 request has no Host header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked credentials (send Authorization: Bearer <API key or session JWT>) */
+            401: {
+                headers: {
+                    /** @description Always `Bearer` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An Sms API key was sent: this endpoint takes a Full or Playground key, or a session */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The contact does not exist, or belongs to another account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is over the size limit (BODY_LIMIT_BYTES, 1 MiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The content type of the body is missing, malformed or not one this endpoint takes: send JSON (application/json) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names every bad field (a query, path or body value; text holding U+0000 or a lone surrogate is refused everywhere) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (RATE_LIMIT_PER_SECOND per API key, session or address); send again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending again */
+                    "retry-after"?: number;
+                    /** @description Requests allowed in the window */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the window (0) */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error: the response has a fixed text; the details are only in the server log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server is shutting down and takes no new requests: send the request again (to another node, if there is one) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listBroadcasts: {
         parameters: {
             query?: {
@@ -5530,13 +5813,13 @@ export interface operations {
                             contactListId: string | null;
                             segmentId: string | null;
                             /**
-                             * @description draft → scheduled → sending → completed (every recipient delivered or failed)
+                             * @description draft → scheduled → sending ⇄ paused → completed (every recipient delivered or failed) or cancelled
                              * @enum {unknown}
                              */
-                            status: "draft" | "scheduled" | "sending" | "completed";
+                            status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
                             /** @description Contacts the send reached (opted-out ones left out); 0 until it starts */
                             recipients: number;
-                            /** @description recipients × segments; 0 in the sandbox */
+                            /** @description The sum over recipients of their text's segments × their route's price; 0 in the sandbox */
                             creditsUsed: number;
                             /** @description Recipients handed to the carrier */
                             sent: number;
@@ -5544,9 +5827,36 @@ export interface operations {
                             failed: number;
                             /** @description Recipients sent whose receipt never came within RECEIPT_TIMEOUT_HOURS; the broadcast completes once every recipient is delivered, failed or settled so */
                             receiptTimedOut: number;
-                            /** @description Parts each recipient is sent */
+                            /** @description Parts of the message as written; a personalised message has each recipient counted on its own text */
                             segments: number;
                             encoding: "GSM-7" | "UCS-2";
+                            trackLinks: boolean;
+                            maxPerMinute: number | null;
+                            sendWindow: {
+                                /**
+                                 * @description HH:MM, 24-hour clock
+                                 * @example 09:00
+                                 */
+                                start: string;
+                                /**
+                                 * @description HH:MM, 24-hour clock
+                                 * @example 20:00
+                                 */
+                                end: string;
+                                /**
+                                 * @description IANA time zone of the window; a contact's own `timeZone` attribute, when it is a valid IANA name, takes its place for that contact
+                                 * @example Europe/Paris
+                                 */
+                                timeZone: string;
+                            } | null;
+                            /** @description Recipients queued until their send window opens */
+                            waitingForWindow: number;
+                            /** @description Every follow of a tracked link */
+                            clicks: number;
+                            /** @description Recipients who followed a tracked link at least once */
+                            uniqueClicks: number;
+                            pausedAt: string | null;
+                            cancelledAt: string | null;
                             /** @description Sent by a Playground key: nothing leaves the platform, nothing is charged */
                             sandbox: boolean;
                             scheduledAt: string | null;
@@ -5649,7 +5959,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description Exactly one of contactListId or segmentId */
+        /** @description Exactly one of contactListId or segmentId. The message may greet each contact: {{firstName}}, {{lastName}}, {{phoneNumber}} and {{attributes.KEY}}, each with an optional fallback after a bar ({{firstName|there}}); a missing value renders the fallback or nothing, and anything else between {{ and }} is refused (422, naming the position). */
         requestBody: {
             content: {
                 /**
@@ -5671,6 +5981,29 @@ export interface operations {
                     senderId: string;
                     contactListId?: string | null;
                     segmentId?: string | null;
+                    /**
+                     * @description Every http(s) URL in the message becomes a short link of PUBLIC_URL, one per recipient, whose clicks are counted
+                     * @default false
+                     */
+                    trackLinks?: boolean;
+                    maxPerMinute?: number | null;
+                    sendWindow?: {
+                        /**
+                         * @description HH:MM, 24-hour clock
+                         * @example 09:00
+                         */
+                        start: string;
+                        /**
+                         * @description HH:MM, 24-hour clock
+                         * @example 20:00
+                         */
+                        end: string;
+                        /**
+                         * @description IANA time zone of the window; a contact's own `timeZone` attribute, when it is a valid IANA name, takes its place for that contact
+                         * @example Europe/Paris
+                         */
+                        timeZone: string;
+                    } | null;
                 };
             };
         };
@@ -5816,13 +6149,13 @@ export interface operations {
                         contactListId: string | null;
                         segmentId: string | null;
                         /**
-                         * @description draft → scheduled → sending → completed (every recipient delivered or failed)
+                         * @description draft → scheduled → sending ⇄ paused → completed (every recipient delivered or failed) or cancelled
                          * @enum {unknown}
                          */
-                        status: "draft" | "scheduled" | "sending" | "completed";
+                        status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
                         /** @description Contacts the send reached (opted-out ones left out); 0 until it starts */
                         recipients: number;
-                        /** @description recipients × segments; 0 in the sandbox */
+                        /** @description The sum over recipients of their text's segments × their route's price; 0 in the sandbox */
                         creditsUsed: number;
                         /** @description Recipients handed to the carrier */
                         sent: number;
@@ -5830,9 +6163,36 @@ export interface operations {
                         failed: number;
                         /** @description Recipients sent whose receipt never came within RECEIPT_TIMEOUT_HOURS; the broadcast completes once every recipient is delivered, failed or settled so */
                         receiptTimedOut: number;
-                        /** @description Parts each recipient is sent */
+                        /** @description Parts of the message as written; a personalised message has each recipient counted on its own text */
                         segments: number;
                         encoding: "GSM-7" | "UCS-2";
+                        trackLinks: boolean;
+                        maxPerMinute: number | null;
+                        sendWindow: {
+                            /**
+                             * @description HH:MM, 24-hour clock
+                             * @example 09:00
+                             */
+                            start: string;
+                            /**
+                             * @description HH:MM, 24-hour clock
+                             * @example 20:00
+                             */
+                            end: string;
+                            /**
+                             * @description IANA time zone of the window; a contact's own `timeZone` attribute, when it is a valid IANA name, takes its place for that contact
+                             * @example Europe/Paris
+                             */
+                            timeZone: string;
+                        } | null;
+                        /** @description Recipients queued until their send window opens */
+                        waitingForWindow: number;
+                        /** @description Every follow of a tracked link */
+                        clicks: number;
+                        /** @description Recipients who followed a tracked link at least once */
+                        uniqueClicks: number;
+                        pausedAt: string | null;
+                        cancelledAt: string | null;
                         /** @description Sent by a Playground key: nothing leaves the platform, nothing is charged */
                         sandbox: boolean;
                         scheduledAt: string | null;
@@ -5941,7 +6301,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description Exactly one of contactListId or segmentId */
+        /** @description Exactly one of contactListId or segmentId. The message may greet each contact: {{firstName}}, {{lastName}}, {{phoneNumber}} and {{attributes.KEY}}, each with an optional fallback after a bar ({{firstName|there}}); a missing value renders the fallback or nothing, and anything else between {{ and }} is refused (422, naming the position). */
         requestBody: {
             content: {
                 /**
@@ -5963,6 +6323,29 @@ export interface operations {
                     senderId: string;
                     contactListId?: string | null;
                     segmentId?: string | null;
+                    /**
+                     * @description Every http(s) URL in the message becomes a short link of PUBLIC_URL, one per recipient, whose clicks are counted
+                     * @default false
+                     */
+                    trackLinks?: boolean;
+                    maxPerMinute?: number | null;
+                    sendWindow?: {
+                        /**
+                         * @description HH:MM, 24-hour clock
+                         * @example 09:00
+                         */
+                        start: string;
+                        /**
+                         * @description HH:MM, 24-hour clock
+                         * @example 20:00
+                         */
+                        end: string;
+                        /**
+                         * @description IANA time zone of the window; a contact's own `timeZone` attribute, when it is a valid IANA name, takes its place for that contact
+                         * @example Europe/Paris
+                         */
+                        timeZone: string;
+                    } | null;
                 };
             };
         };
@@ -5982,13 +6365,13 @@ export interface operations {
                         contactListId: string | null;
                         segmentId: string | null;
                         /**
-                         * @description draft → scheduled → sending → completed (every recipient delivered or failed)
+                         * @description draft → scheduled → sending ⇄ paused → completed (every recipient delivered or failed) or cancelled
                          * @enum {unknown}
                          */
-                        status: "draft" | "scheduled" | "sending" | "completed";
+                        status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
                         /** @description Contacts the send reached (opted-out ones left out); 0 until it starts */
                         recipients: number;
-                        /** @description recipients × segments; 0 in the sandbox */
+                        /** @description The sum over recipients of their text's segments × their route's price; 0 in the sandbox */
                         creditsUsed: number;
                         /** @description Recipients handed to the carrier */
                         sent: number;
@@ -5996,9 +6379,36 @@ export interface operations {
                         failed: number;
                         /** @description Recipients sent whose receipt never came within RECEIPT_TIMEOUT_HOURS; the broadcast completes once every recipient is delivered, failed or settled so */
                         receiptTimedOut: number;
-                        /** @description Parts each recipient is sent */
+                        /** @description Parts of the message as written; a personalised message has each recipient counted on its own text */
                         segments: number;
                         encoding: "GSM-7" | "UCS-2";
+                        trackLinks: boolean;
+                        maxPerMinute: number | null;
+                        sendWindow: {
+                            /**
+                             * @description HH:MM, 24-hour clock
+                             * @example 09:00
+                             */
+                            start: string;
+                            /**
+                             * @description HH:MM, 24-hour clock
+                             * @example 20:00
+                             */
+                            end: string;
+                            /**
+                             * @description IANA time zone of the window; a contact's own `timeZone` attribute, when it is a valid IANA name, takes its place for that contact
+                             * @example Europe/Paris
+                             */
+                            timeZone: string;
+                        } | null;
+                        /** @description Recipients queued until their send window opens */
+                        waitingForWindow: number;
+                        /** @description Every follow of a tracked link */
+                        clicks: number;
+                        /** @description Recipients who followed a tracked link at least once */
+                        uniqueClicks: number;
+                        pausedAt: string | null;
+                        cancelledAt: string | null;
                         /** @description Sent by a Playground key: nothing leaves the platform, nothing is charged */
                         sandbox: boolean;
                         scheduledAt: string | null;
@@ -6181,7 +6591,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The broadcast is sending */
+            /** @description The broadcast is sending or paused */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6320,7 +6730,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not enough credits for recipients × segments: the broadcast stays a draft and nothing is charged */
+            /** @description Not enough credits for every recipient's segments × price: the broadcast stays a draft and nothing is charged */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -6394,6 +6804,952 @@ export interface operations {
                     "ratelimit-remaining"?: number;
                     /** @description Seconds until the window resets */
                     "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error: the response has a fixed text; the details are only in the server log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server is shutting down and takes no new requests: send the request again (to another node, if there is one) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    estimateBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Contacts the broadcast would reach now (opted-out ones left out) */
+                        recipients: number;
+                        /** @description What a send now would take: each recipient's segments × route price, summed; 0 for a sandboxed broadcast */
+                        credits: number;
+                    };
+                };
+            };
+            /** @description Malformed request: an HTTP/1.1 request has no Host header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked credentials (send Authorization: Bearer <API key or session JWT>) */
+            401: {
+                headers: {
+                    /** @description Always `Bearer` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An Sms API key was sent: this endpoint takes a Full or Playground key, or a session */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The broadcast does not exist, or belongs to another account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Its contact list or segment no longer exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names every bad field (a query, path or body value; text holding U+0000 or a lone surrogate is refused everywhere) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (RATE_LIMIT_PER_SECOND per API key, session or address); send again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending again */
+                    "retry-after"?: number;
+                    /** @description Requests allowed in the window */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the window (0) */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error: the response has a fixed text; the details are only in the server log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server is shutting down and takes no new requests: send the request again (to another node, if there is one) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    pauseBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        message: string;
+                        senderId: string;
+                        contactListId: string | null;
+                        segmentId: string | null;
+                        /**
+                         * @description draft → scheduled → sending ⇄ paused → completed (every recipient delivered or failed) or cancelled
+                         * @enum {unknown}
+                         */
+                        status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
+                        /** @description Contacts the send reached (opted-out ones left out); 0 until it starts */
+                        recipients: number;
+                        /** @description The sum over recipients of their text's segments × their route's price; 0 in the sandbox */
+                        creditsUsed: number;
+                        /** @description Recipients handed to the carrier */
+                        sent: number;
+                        delivered: number;
+                        failed: number;
+                        /** @description Recipients sent whose receipt never came within RECEIPT_TIMEOUT_HOURS; the broadcast completes once every recipient is delivered, failed or settled so */
+                        receiptTimedOut: number;
+                        /** @description Parts of the message as written; a personalised message has each recipient counted on its own text */
+                        segments: number;
+                        encoding: "GSM-7" | "UCS-2";
+                        trackLinks: boolean;
+                        maxPerMinute: number | null;
+                        sendWindow: {
+                            /**
+                             * @description HH:MM, 24-hour clock
+                             * @example 09:00
+                             */
+                            start: string;
+                            /**
+                             * @description HH:MM, 24-hour clock
+                             * @example 20:00
+                             */
+                            end: string;
+                            /**
+                             * @description IANA time zone of the window; a contact's own `timeZone` attribute, when it is a valid IANA name, takes its place for that contact
+                             * @example Europe/Paris
+                             */
+                            timeZone: string;
+                        } | null;
+                        /** @description Recipients queued until their send window opens */
+                        waitingForWindow: number;
+                        /** @description Every follow of a tracked link */
+                        clicks: number;
+                        /** @description Recipients who followed a tracked link at least once */
+                        uniqueClicks: number;
+                        pausedAt: string | null;
+                        cancelledAt: string | null;
+                        /** @description Sent by a Playground key: nothing leaves the platform, nothing is charged */
+                        sandbox: boolean;
+                        scheduledAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        createdAt: string;
+                        sentAt: string | null;
+                        completedAt: string | null;
+                        failure: string | null;
+                    };
+                };
+            };
+            /** @description Malformed request: the body is not valid JSON (or is empty under a JSON content type), Content-Length does not match it, or an HTTP/1.1 request has no Host header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked credentials (send Authorization: Bearer <API key or session JWT>) */
+            401: {
+                headers: {
+                    /** @description Always `Bearer` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An Sms API key was sent: this endpoint takes a Full or Playground key, or a session */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The broadcast does not exist, or belongs to another account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The broadcast is not sending */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is over the size limit (BODY_LIMIT_BYTES, 1 MiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The content type of the body is missing, malformed or not one this endpoint takes: send JSON (application/json) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names every bad field (a query, path or body value; text holding U+0000 or a lone surrogate is refused everywhere) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (RATE_LIMIT_PER_SECOND per API key, session or address); send again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending again */
+                    "retry-after"?: number;
+                    /** @description Requests allowed in the window */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the window (0) */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error: the response has a fixed text; the details are only in the server log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server is shutting down and takes no new requests: send the request again (to another node, if there is one) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    resumeBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        message: string;
+                        senderId: string;
+                        contactListId: string | null;
+                        segmentId: string | null;
+                        /**
+                         * @description draft → scheduled → sending ⇄ paused → completed (every recipient delivered or failed) or cancelled
+                         * @enum {unknown}
+                         */
+                        status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
+                        /** @description Contacts the send reached (opted-out ones left out); 0 until it starts */
+                        recipients: number;
+                        /** @description The sum over recipients of their text's segments × their route's price; 0 in the sandbox */
+                        creditsUsed: number;
+                        /** @description Recipients handed to the carrier */
+                        sent: number;
+                        delivered: number;
+                        failed: number;
+                        /** @description Recipients sent whose receipt never came within RECEIPT_TIMEOUT_HOURS; the broadcast completes once every recipient is delivered, failed or settled so */
+                        receiptTimedOut: number;
+                        /** @description Parts of the message as written; a personalised message has each recipient counted on its own text */
+                        segments: number;
+                        encoding: "GSM-7" | "UCS-2";
+                        trackLinks: boolean;
+                        maxPerMinute: number | null;
+                        sendWindow: {
+                            /**
+                             * @description HH:MM, 24-hour clock
+                             * @example 09:00
+                             */
+                            start: string;
+                            /**
+                             * @description HH:MM, 24-hour clock
+                             * @example 20:00
+                             */
+                            end: string;
+                            /**
+                             * @description IANA time zone of the window; a contact's own `timeZone` attribute, when it is a valid IANA name, takes its place for that contact
+                             * @example Europe/Paris
+                             */
+                            timeZone: string;
+                        } | null;
+                        /** @description Recipients queued until their send window opens */
+                        waitingForWindow: number;
+                        /** @description Every follow of a tracked link */
+                        clicks: number;
+                        /** @description Recipients who followed a tracked link at least once */
+                        uniqueClicks: number;
+                        pausedAt: string | null;
+                        cancelledAt: string | null;
+                        /** @description Sent by a Playground key: nothing leaves the platform, nothing is charged */
+                        sandbox: boolean;
+                        scheduledAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        createdAt: string;
+                        sentAt: string | null;
+                        completedAt: string | null;
+                        failure: string | null;
+                    };
+                };
+            };
+            /** @description Malformed request: the body is not valid JSON (or is empty under a JSON content type), Content-Length does not match it, or an HTTP/1.1 request has no Host header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked credentials (send Authorization: Bearer <API key or session JWT>) */
+            401: {
+                headers: {
+                    /** @description Always `Bearer` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An Sms API key was sent: this endpoint takes a Full or Playground key, or a session */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The broadcast does not exist, or belongs to another account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The broadcast is not paused */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is over the size limit (BODY_LIMIT_BYTES, 1 MiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The content type of the body is missing, malformed or not one this endpoint takes: send JSON (application/json) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names every bad field (a query, path or body value; text holding U+0000 or a lone surrogate is refused everywhere) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (RATE_LIMIT_PER_SECOND per API key, session or address); send again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending again */
+                    "retry-after"?: number;
+                    /** @description Requests allowed in the window */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the window (0) */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error: the response has a fixed text; the details are only in the server log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server is shutting down and takes no new requests: send the request again (to another node, if there is one) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    cancelBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        message: string;
+                        senderId: string;
+                        contactListId: string | null;
+                        segmentId: string | null;
+                        /**
+                         * @description draft → scheduled → sending ⇄ paused → completed (every recipient delivered or failed) or cancelled
+                         * @enum {unknown}
+                         */
+                        status: "draft" | "scheduled" | "sending" | "paused" | "completed" | "cancelled";
+                        /** @description Contacts the send reached (opted-out ones left out); 0 until it starts */
+                        recipients: number;
+                        /** @description The sum over recipients of their text's segments × their route's price; 0 in the sandbox */
+                        creditsUsed: number;
+                        /** @description Recipients handed to the carrier */
+                        sent: number;
+                        delivered: number;
+                        failed: number;
+                        /** @description Recipients sent whose receipt never came within RECEIPT_TIMEOUT_HOURS; the broadcast completes once every recipient is delivered, failed or settled so */
+                        receiptTimedOut: number;
+                        /** @description Parts of the message as written; a personalised message has each recipient counted on its own text */
+                        segments: number;
+                        encoding: "GSM-7" | "UCS-2";
+                        trackLinks: boolean;
+                        maxPerMinute: number | null;
+                        sendWindow: {
+                            /**
+                             * @description HH:MM, 24-hour clock
+                             * @example 09:00
+                             */
+                            start: string;
+                            /**
+                             * @description HH:MM, 24-hour clock
+                             * @example 20:00
+                             */
+                            end: string;
+                            /**
+                             * @description IANA time zone of the window; a contact's own `timeZone` attribute, when it is a valid IANA name, takes its place for that contact
+                             * @example Europe/Paris
+                             */
+                            timeZone: string;
+                        } | null;
+                        /** @description Recipients queued until their send window opens */
+                        waitingForWindow: number;
+                        /** @description Every follow of a tracked link */
+                        clicks: number;
+                        /** @description Recipients who followed a tracked link at least once */
+                        uniqueClicks: number;
+                        pausedAt: string | null;
+                        cancelledAt: string | null;
+                        /** @description Sent by a Playground key: nothing leaves the platform, nothing is charged */
+                        sandbox: boolean;
+                        scheduledAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-21T10:00:00.000Z
+                         */
+                        createdAt: string;
+                        sentAt: string | null;
+                        completedAt: string | null;
+                        failure: string | null;
+                    };
+                };
+            };
+            /** @description Malformed request: the body is not valid JSON (or is empty under a JSON content type), Content-Length does not match it, or an HTTP/1.1 request has no Host header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked credentials (send Authorization: Bearer <API key or session JWT>) */
+            401: {
+                headers: {
+                    /** @description Always `Bearer` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An Sms API key was sent: this endpoint takes a Full or Playground key, or a session */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The broadcast does not exist, or belongs to another account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The broadcast is not scheduled, sending or paused */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is over the size limit (BODY_LIMIT_BYTES, 1 MiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The content type of the body is missing, malformed or not one this endpoint takes: send JSON (application/json) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names every bad field (a query, path or body value; text holding U+0000 or a lone surrogate is refused everywhere) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (RATE_LIMIT_PER_SECOND per API key, session or address); send again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending again */
+                    "retry-after"?: number;
+                    /** @description Requests allowed in the window */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the window (0) */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error: the response has a fixed text; the details are only in the server log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server is shutting down and takes no new requests: send the request again (to another node, if there is one) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    testSendBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "phoneNumbers": [
+                 *         "+14155550123"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    phoneNumbers: string[];
+                    /** @description Render for this contact; absent: for the first contact of the audience */
+                    contactId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    /** @description The path of the resource: /v1/sms/{id} */
+                    location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        messageId: string;
+                        /** @enum {string} */
+                        status: "queued";
+                        /** @description Recipients queued (skipped ones not counted) */
+                        recipients: number;
+                        /** @description Parts per recipient */
+                        segments: number;
+                        encoding: "GSM-7" | "UCS-2";
+                        creditsUsed: number;
+                        sandbox: boolean;
+                        skipped: {
+                            phoneNumber: string;
+                            /** @enum {string} */
+                            reason: "optedOut";
+                        }[];
+                    };
+                };
+            };
+            /** @description Malformed request: the body is not valid JSON (or is empty under a JSON content type), Content-Length does not match it, or an HTTP/1.1 request has no Host header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked credentials (send Authorization: Bearer <API key or session JWT>) */
+            401: {
+                headers: {
+                    /** @description Always `Bearer` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not enough credits: nothing was sent */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An Sms API key was sent: this endpoint takes a Full or Playground key, or a session */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The broadcast or the contact does not exist, or belongs to another account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is over the size limit (BODY_LIMIT_BYTES, 1 MiB by default) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The content type of the body is missing, malformed or not one this endpoint takes: send JSON (application/json) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names every bad field (a query, path or body value; text holding U+0000 or a lone surrogate is refused everywhere) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (RATE_LIMIT_PER_SECOND per API key, session or address); send again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending again */
+                    "retry-after"?: number;
+                    /** @description Requests allowed in the window */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the window (0) */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error: the response has a fixed text; the details are only in the server log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server is shutting down and takes no new requests: send the request again (to another node, if there is one) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    followLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The recipient’s link code (14 lowercase hex characters) followed by the index of the link in the message (one digit, from 0)
+                 * @example 3f9a0c1b2d4e5f7
+                 */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Found: the original URL is in Location */
+            302: {
+                headers: {
+                    /** @description The link as the broadcast’s message gave it */
+                    location: string;
+                    /** @description Always `no-store`: every click comes back here and is counted */
+                    "cache-control": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed request: an HTTP/1.1 request has no Host header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No tracked link has this code */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names every bad field (a query, path or body value; text holding U+0000 or a lone surrogate is refused everywhere) */
+            422: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -7761,8 +9117,8 @@ export interface operations {
                             id: string;
                             /** @description HTTPS URL that receives the POSTs */
                             endpoint: string;
-                            /** @description One of the 13 event types */
-                            eventType: "SmsSent" | "SmsDelivered" | "SmsFailed" | "InboundMessage" | "DeliveryReceipt" | "ContactCreated" | "ContactUpdated" | "ContactDeleted" | "CampaignCreated" | "CampaignUpdated" | "CampaignDeleted" | "OptOut" | "LowBalance";
+                            /** @description One of the 13 event types of the spec, or LinkClicked (an addition: a recipient followed a tracked link of a broadcast) */
+                            eventType: "SmsSent" | "SmsDelivered" | "SmsFailed" | "InboundMessage" | "DeliveryReceipt" | "ContactCreated" | "ContactUpdated" | "ContactDeleted" | "CampaignCreated" | "CampaignUpdated" | "CampaignDeleted" | "OptOut" | "LowBalance" | "LinkClicked";
                             isActive: boolean;
                             /**
                              * Format: date-time
@@ -7871,8 +9227,8 @@ export interface operations {
                 "application/json": {
                     /** @description An absolute https: URL without user or password, whose host is a public address (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS is set) */
                     endpoint: string;
-                    /** @description One of the 13 event types */
-                    eventType: "SmsSent" | "SmsDelivered" | "SmsFailed" | "InboundMessage" | "DeliveryReceipt" | "ContactCreated" | "ContactUpdated" | "ContactDeleted" | "CampaignCreated" | "CampaignUpdated" | "CampaignDeleted" | "OptOut" | "LowBalance";
+                    /** @description One of the 13 event types of the spec, or LinkClicked (an addition: a recipient followed a tracked link of a broadcast) */
+                    eventType: "SmsSent" | "SmsDelivered" | "SmsFailed" | "InboundMessage" | "DeliveryReceipt" | "ContactCreated" | "ContactUpdated" | "ContactDeleted" | "CampaignCreated" | "CampaignUpdated" | "CampaignDeleted" | "OptOut" | "LowBalance" | "LinkClicked";
                 };
             };
         };
@@ -8005,8 +9361,8 @@ export interface operations {
                         id: string;
                         /** @description HTTPS URL that receives the POSTs */
                         endpoint: string;
-                        /** @description One of the 13 event types */
-                        eventType: "SmsSent" | "SmsDelivered" | "SmsFailed" | "InboundMessage" | "DeliveryReceipt" | "ContactCreated" | "ContactUpdated" | "ContactDeleted" | "CampaignCreated" | "CampaignUpdated" | "CampaignDeleted" | "OptOut" | "LowBalance";
+                        /** @description One of the 13 event types of the spec, or LinkClicked (an addition: a recipient followed a tracked link of a broadcast) */
+                        eventType: "SmsSent" | "SmsDelivered" | "SmsFailed" | "InboundMessage" | "DeliveryReceipt" | "ContactCreated" | "ContactUpdated" | "ContactDeleted" | "CampaignCreated" | "CampaignUpdated" | "CampaignDeleted" | "OptOut" | "LowBalance" | "LinkClicked";
                         isActive: boolean;
                         /**
                          * Format: date-time
@@ -8602,8 +9958,8 @@ export interface operations {
                         id: string;
                         /** Format: uuid */
                         webhookId: string;
-                        /** @description One of the 13 event types */
-                        eventType: "SmsSent" | "SmsDelivered" | "SmsFailed" | "InboundMessage" | "DeliveryReceipt" | "ContactCreated" | "ContactUpdated" | "ContactDeleted" | "CampaignCreated" | "CampaignUpdated" | "CampaignDeleted" | "OptOut" | "LowBalance";
+                        /** @description One of the 13 event types of the spec, or LinkClicked (an addition: a recipient followed a tracked link of a broadcast) */
+                        eventType: "SmsSent" | "SmsDelivered" | "SmsFailed" | "InboundMessage" | "DeliveryReceipt" | "ContactCreated" | "ContactUpdated" | "ContactDeleted" | "CampaignCreated" | "CampaignUpdated" | "CampaignDeleted" | "OptOut" | "LowBalance" | "LinkClicked";
                         /** @description The receiver's HTTP status; 0 when no response came */
                         statusCode: number;
                         /** @description Attempt number for this event and webhook, from 1 */
@@ -8732,8 +10088,8 @@ export interface operations {
                         id: string;
                         /** Format: uuid */
                         webhookId: string;
-                        /** @description One of the 13 event types */
-                        eventType: "SmsSent" | "SmsDelivered" | "SmsFailed" | "InboundMessage" | "DeliveryReceipt" | "ContactCreated" | "ContactUpdated" | "ContactDeleted" | "CampaignCreated" | "CampaignUpdated" | "CampaignDeleted" | "OptOut" | "LowBalance";
+                        /** @description One of the 13 event types of the spec, or LinkClicked (an addition: a recipient followed a tracked link of a broadcast) */
+                        eventType: "SmsSent" | "SmsDelivered" | "SmsFailed" | "InboundMessage" | "DeliveryReceipt" | "ContactCreated" | "ContactUpdated" | "ContactDeleted" | "CampaignCreated" | "CampaignUpdated" | "CampaignDeleted" | "OptOut" | "LowBalance" | "LinkClicked";
                         /** @description The receiver's HTTP status; 0 when no response came */
                         statusCode: number;
                         /** @description Attempt number for this event and webhook, from 1 */
@@ -8901,8 +10257,8 @@ export interface operations {
                         id: string;
                         /** Format: uuid */
                         webhookId: string;
-                        /** @description One of the 13 event types */
-                        eventType: "SmsSent" | "SmsDelivered" | "SmsFailed" | "InboundMessage" | "DeliveryReceipt" | "ContactCreated" | "ContactUpdated" | "ContactDeleted" | "CampaignCreated" | "CampaignUpdated" | "CampaignDeleted" | "OptOut" | "LowBalance";
+                        /** @description One of the 13 event types of the spec, or LinkClicked (an addition: a recipient followed a tracked link of a broadcast) */
+                        eventType: "SmsSent" | "SmsDelivered" | "SmsFailed" | "InboundMessage" | "DeliveryReceipt" | "ContactCreated" | "ContactUpdated" | "ContactDeleted" | "CampaignCreated" | "CampaignUpdated" | "CampaignDeleted" | "OptOut" | "LowBalance" | "LinkClicked";
                         /** @description The receiver's HTTP status; 0 when no response came */
                         statusCode: number;
                         /** @description Attempt number for this event and webhook, from 1 */

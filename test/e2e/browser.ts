@@ -1,7 +1,9 @@
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { build } from 'vite'
+import { DASHBOARD_BUILD_DIR } from '../../src/platform/http/dashboard.js'
 
 /** Debian's chromium package; playwright-core never downloads a browser of its own here. */
 export const CHROMIUM_PATH = '/usr/bin/chromium'
@@ -16,9 +18,29 @@ export const canRunBrowser = existsSync(CHROMIUM_PATH) || Boolean(process.env.CI
 export const WEB_DIR = fileURLToPath(new URL('../../web', import.meta.url))
 export const SCREENSHOT_DIR = fileURLToPath(new URL('../../test-results/dashboard', import.meta.url))
 
-/** Builds web/ into dist/web, where the server looks for it, as `npm run build` does. */
+/**
+ * Builds web/ into dist/web, where the server looks for it, as `npm run build` does.
+ * Browser suites run in parallel and each builds: vite writes to a folder of its own and
+ * each file then replaces its namesake by rename (bundles first, index.html last), so a
+ * server another suite started never finds the page or a bundle missing or half written.
+ */
 export async function buildDashboard(): Promise<void> {
-  await build({ root: WEB_DIR, logLevel: 'warn', configFile: `${WEB_DIR}/vite.config.ts` })
+  mkdirSync(dirname(DASHBOARD_BUILD_DIR), { recursive: true })
+  // Beside dist/web, not in /tmp: rename does not cross file systems.
+  const staging = mkdtempSync(join(dirname(DASHBOARD_BUILD_DIR), '.web-build-'))
+  try {
+    await build({ root: WEB_DIR, logLevel: 'warn', configFile: `${WEB_DIR}/vite.config.ts`, build: { outDir: staging, emptyOutDir: true } })
+    const files = readdirSync(staging, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile())
+    const ordered = [...files.filter((f) => f.name !== 'index.html'), ...files.filter((f) => f.name === 'index.html')]
+    for (const file of ordered) {
+      const from = join(file.parentPath, file.name)
+      const to = join(DASHBOARD_BUILD_DIR, relative(staging, from))
+      mkdirSync(dirname(to), { recursive: true })
+      renameSync(from, to)
+    }
+  } finally {
+    rmSync(staging, { recursive: true, force: true })
+  }
 }
 
 export async function launchChromium(): Promise<Browser> {

@@ -5,7 +5,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { afterEach, describe, expect, it } from 'vitest'
 import { DASHBOARD_PAGES, installDashboard } from '../../src/platform/http/dashboard.js'
 import { installErrorHandling } from '../../src/platform/http/error-handler.js'
-import { PATHS } from '../../web/src/paths.js'
+import { BROADCAST_PAGE, PATHS } from '../../web/src/paths.js'
 
 let app: FastifyInstance | undefined
 afterEach(async () => {
@@ -33,7 +33,7 @@ function fakeBuild(): string {
 
 describe('serving the dashboard', () => {
   it('answers index.html at exactly the pages the web app routes', () => {
-    expect([...DASHBOARD_PAGES].sort()).toEqual(Object.values(PATHS).sort())
+    expect([...DASHBOARD_PAGES].sort()).toEqual([...Object.values(PATHS), BROADCAST_PAGE].sort())
   })
 
   it('answers each page, HEAD included, and a bundle by its file name', async () => {

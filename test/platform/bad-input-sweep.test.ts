@@ -66,6 +66,11 @@ const PATH_IDS: Record<string, (ids: Furnished) => Record<string, string>> = {
   replaceBroadcast: (ids) => ({ id: ids.broadcastId }),
   deleteBroadcast: (ids) => ({ id: ids.broadcastId }),
   sendBroadcast: (ids) => ({ id: ids.broadcastId }),
+  estimateBroadcast: (ids) => ({ id: ids.broadcastId }),
+  pauseBroadcast: (ids) => ({ id: ids.broadcastId }),
+  resumeBroadcast: (ids) => ({ id: ids.broadcastId }),
+  cancelBroadcast: (ids) => ({ id: ids.broadcastId }),
+  testSendBroadcast: (ids) => ({ id: ids.broadcastId }),
   getWebhook: (ids) => ({ id: ids.webhookId }),
   deleteWebhook: (ids) => ({ id: ids.webhookId }),
   toggleWebhook: (ids) => ({ id: ids.webhookId }),
@@ -78,6 +83,10 @@ const PATH_IDS: Record<string, (ids: Furnished) => Record<string, string>> = {
   deleteCarrier: (ids) => ({ id: ids.carrierId }),
   twilioStatusCallback: (ids) => ({ connectionId: ids.carrierId }),
   twilioInboundMessage: (ids) => ({ connectionId: ids.carrierId }),
+  // A link code belongs to no caller: a real one redirects whoever follows it (and counts
+  // a click), so it is no bad input. Well-formed codes that no recipient holds stand in
+  // (the 14 hex characters of the account's SMS id, and link 0).
+  followLink: (ids) => ({ code: `${ids.smsId.replaceAll('-', '').slice(-14)}0` }),
 }
 
 let server: TestServer

@@ -42,6 +42,8 @@ const ACCESS: Record<string, string> = {
   // Carriers call back without an API credential: their signature is checked instead (src/modules/messaging/routing).
   twilioStatusCallback:   'public',
   twilioInboundMessage:   'public',
+  // Recipients follow tracked links from the SMS itself: the code is all there is (src/modules/messaging/links).
+  followLink:             'public',
   getAccount:             'Sms Full Playground session',
   updateAccount:          '                    session',
   createKey:              '                    session',
@@ -77,6 +79,12 @@ const ACCESS: Record<string, string> = {
   replaceBroadcast:       '    Full Playground session',
   deleteBroadcast:        '    Full Playground session',
   sendBroadcast:          '    Full Playground session',
+  previewBroadcastMessage: '    Full Playground session',
+  estimateBroadcast:      '    Full Playground session',
+  pauseBroadcast:         '    Full Playground session',
+  resumeBroadcast:        '    Full Playground session',
+  cancelBroadcast:        '    Full Playground session',
+  testSendBroadcast:      '    Full Playground session',
   createWebhook:          '    Full Playground session',
   listWebhooks:           '    Full Playground session',
   getWebhook:             '    Full Playground session',

@@ -2,7 +2,7 @@
  * The public API as the dashboard calls it: the typed client of clients/typescript, whose
  * types come from the server's OpenAPI document (`npm run generate:client`).
  */
-import { createClient, ProblemError, type FieldError, type MessagingClient } from '../../clients/typescript'
+import { createClient, ProblemError, type FieldError, type MessagingClient, type ResponseBody } from '../../clients/typescript'
 
 export { EVENT_TYPES, unwrap } from '../../clients/typescript'
 export type {
@@ -11,6 +11,7 @@ export type {
   Broadcast,
   Contact,
   ContactImport,
+  CreateBroadcastRequest,
   ContactList,
   CreateContactsResult,
   DeliveryLogEntry,
@@ -31,6 +32,14 @@ export type {
   SmsRecipient,
   Webhook,
 } from '../../clients/typescript'
+
+// Campaign answers the client names no type for yet.
+/** POST /v1/broadcasts/preview: the message as one contact receives it. */
+export type BroadcastPreview = ResponseBody<'previewBroadcastMessage', 200>
+/** GET /v1/broadcasts/{id}/estimate: recipients and credits of a send now. */
+export type BroadcastEstimate = ResponseBody<'estimateBroadcast', 200>
+/** POST /v1/broadcasts/{id}/test: answered as POST /v1/sms/send is. */
+export type BroadcastTestResult = ResponseBody<'testSendBroadcast', 201>
 
 /** The API's RFC 9457 problem details as an error: what the server answered, or a network failure (status 0). */
 export { ProblemError as ApiError }

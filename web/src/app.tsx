@@ -3,7 +3,7 @@ import { Layout } from './components/layout'
 import { LoginPage } from './pages/login-page'
 import { NotFoundPage } from './pages/not-found-page'
 import { SignupPage } from './pages/signup-page'
-import { PATHS, PUBLIC_PATHS } from './paths'
+import { broadcastIdOf, PATHS, PUBLIC_PATHS } from './paths'
 import { navigate, usePath } from './router'
 import { useSession } from './session'
 
@@ -11,7 +11,10 @@ import { useSession } from './session'
  * A page in a chunk of its own, fetched the first time it is opened: a visitor's first load
  * carries only the login and signup pages, and no chunk outgrows Vite's size warning.
  */
-function lazyPage<Name extends string>(load: () => Promise<Record<Name, ComponentType>>, name: Name): LazyExoticComponent<ComponentType> {
+function lazyPage<Name extends string, Props extends object = object>(
+  load: () => Promise<Record<Name, ComponentType<Props>>>,
+  name: Name,
+): LazyExoticComponent<ComponentType<Props>> {
   return lazy(async () => ({ default: (await load())[name] }))
 }
 
@@ -23,6 +26,7 @@ const SegmentsPage = lazyPage(() => import('./pages/segments-page'), 'SegmentsPa
 const BroadcastsPage = lazyPage(() => import('./pages/broadcasts-page'), 'BroadcastsPage')
 const WebhooksPage = lazyPage(() => import('./pages/webhooks-page'), 'WebhooksPage')
 const PushPage = lazyPage(() => import('./pages/push-page'), 'PushPage')
+const BroadcastPage = lazyPage(() => import('./pages/broadcast-page'), 'BroadcastPage')
 
 const PAGES: Record<string, { title: string; Component: ComponentType }> = {
   [PATHS.overview]: { title: 'Overview', Component: OverviewPage },
@@ -47,6 +51,17 @@ export function App() {
   if (!session) {
     // The page asked for stays in the address bar, and is shown after login.
     return path === PATHS.signup ? <SignupPage /> : <LoginPage returnTo={PUBLIC_PATHS.includes(path) ? PATHS.overview : path} />
+  }
+  const broadcastId = broadcastIdOf(path)
+  if (broadcastId !== null) {
+    return (
+      <Layout path={path} title="Broadcast">
+        <Suspense fallback={<p role="status">Loading the page…</p>}>
+          {/* Keyed: another broadcast's page starts afresh, with nothing of this one's state. */}
+          <BroadcastPage key={broadcastId} id={broadcastId} />
+        </Suspense>
+      </Layout>
+    )
   }
   const page = PAGES[path]
   if (!page) return PUBLIC_PATHS.includes(path) ? null : <Layout path={path} title="Page not found"><NotFoundPage /></Layout>

@@ -23,4 +23,8 @@ export interface MessagingDeps {
   priceOf(accountId: string, phoneNumber: string): number
   /** The account's prices by prefix now, as a broadcast keeps them when it is paid for. */
   priceListOf(accountId: string): PriceList
+  /** PUBLIC_URL: where recipients reach this server (tracked links); undefined when not set. */
+  publicUrl: string | undefined
+  /** A broadcast was paused, resumed or cancelled here: the dispatcher looks again now rather than within the second. */
+  broadcastControlled(broadcastId: string): void
 }

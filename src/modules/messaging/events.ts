@@ -48,3 +48,16 @@ export function inboundMessage(accountId: string, message: { from: string; to: s
 export function optOut(accountId: string, phoneNumber: string, keyword: string, at: Date): DomainEvent {
   return { type: 'OptOut', accountId, occurredAt: at, data: { phoneNumber, keyword, at: at.toISOString() } }
 }
+
+/**
+ * LinkClicked (api.md, Campaign features): a recipient followed one of its broadcast's
+ * tracked links; every click, not only the first.
+ */
+export function linkClicked(click: { accountId: string; broadcastId: string; phoneNumber: string; url: string }, at: Date): DomainEvent {
+  return {
+    type: 'LinkClicked',
+    accountId: click.accountId,
+    occurredAt: at,
+    data: { broadcastId: click.broadcastId, recipientPhone: click.phoneNumber, url: click.url, at: at.toISOString() },
+  }
+}

@@ -18,6 +18,9 @@ import { receiveInbound } from './inbound/service.js'
 import { MessagingMetrics } from './metrics.js'
 import { ReceiptTimeouts } from './dispatch/receipt-timeouts.js'
 import { ReceiptRecorder } from './dispatch/receipts.js'
+import { ClickRecorder, DEFAULT_CLICK_RECORDER } from './links/recorder.js'
+import { linkRoutes } from './links/routes.js'
+import { DEFAULT_LINK_CACHE, LinkResolver } from './links/service.js'
 import { smsRoutes } from './sms/routes.js'
 import { CarrierConnections } from './routing/connections.js'
 import type { StoredConnection } from './routing/queries.js'
@@ -93,6 +96,9 @@ export class Messaging implements AppModule {
   /** What buildCarrier makes a stored connection's carrier with. */
   private readonly built: { clock: PlatformDeps['clock']; logger: Logger; options: MessagingOptions; metrics: MessagingMetrics }
   private readonly receipts: ReceiptRecorder
+  /** Tracked links: where GET /l/{code} goes, and its clicks, written in batches. */
+  private readonly links: LinkResolver
+  private readonly clicks: ClickRecorder
   private readonly receiptTimeouts: ReceiptTimeouts
   private readonly dispatcher: Dispatcher
   private readonly scheduler: BroadcastScheduler
@@ -120,6 +126,8 @@ export class Messaging implements AppModule {
       metrics: messagingMetrics,
       priceOf: (accountId, phoneNumber) => this.connections.routes.choose(accountId, phoneNumber)?.price ?? 1,
       priceListOf: (accountId) => priceListFor(this.connections.routes, accountId),
+      publicUrl: options.publicUrl,
+      broadcastControlled: (broadcastId) => this.dispatcher.broadcastControlled(broadcastId),
     }
     this.background = { ...this.deps, db: store.background }
     this.broadcastQueue = new BroadcastQueue(this.background, leases, logger.child({ component: 'broadcast-queue' }), options.broadcastQueue ?? DEFAULT_BROADCAST_QUEUE)
@@ -165,6 +173,8 @@ export class Messaging implements AppModule {
     messagingMetrics.watchQueue(store.db, store.readLong, clock)
     messagingMetrics.watchConnections(() => this.connections.states())
     this.receipts = new ReceiptRecorder(store.background, store.dialect, demand, clock, logger.child({ component: 'receipts' }), messagingMetrics, { batchDelayMs: 5 })
+    this.links = new LinkResolver(store.db, DEFAULT_LINK_CACHE)
+    this.clicks = new ClickRecorder(store.background, store.dialect, demand, logger.child({ component: 'link-clicks' }), DEFAULT_CLICK_RECORDER)
     this.receiptTimeouts = new ReceiptTimeouts(this.background, logger.child({ component: 'receipt-timeouts' }), {
       timeoutHours: options.receiptTimeoutHours,
       sweepMs: RECEIPT_TIMEOUT_SWEEP_MS,
@@ -205,6 +215,7 @@ export class Messaging implements AppModule {
   readonly routes: FastifyPluginAsync = async (app) => {
     await app.register(smsRoutes, { deps: this.deps, simulatorActive: this.simulatorActive })
     await app.register(broadcastRoutes, { deps: this.deps })
+    await app.register(linkRoutes, { resolver: this.links, recorder: this.clicks, clock: this.deps.clock })
     if (this.options.adminEnabled) await app.register(routingRoutes, { deps: this.routingAdmin })
     await app.register(carrierCallbackRoutes, {
       publicUrl: this.options.publicUrl,
@@ -236,6 +247,8 @@ export class Messaging implements AppModule {
     await this.sandbox.stop()
     await this.agent?.close()
     await this.receipts.stop()
+    // Last: clicks of redirects answered while the rest stopped are still written.
+    await this.clicks.stop()
   }
 
   /** Receipts and inbound messages of a carrier go to the same handlers, whichever it is. */

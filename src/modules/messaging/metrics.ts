@@ -159,7 +159,7 @@ export class MessagingMetrics {
         const now = clock.now().toISOString()
         const priority = readLong(waitingIn(db, LANE.priority, now).select('due_at').orderBy('due_at').orderBy('id').limit(1))
         const broadcasts = (await broadcastsWaiting(db)).map((messageId) =>
-          readLong(waitingIn(db, LANE.broadcast, now).where('message_id', '=', messageId).select('due_at').orderBy('id').limit(1)),
+          readLong(waitingIn(db, LANE.broadcast, now).where('message_id', '=', messageId).select('due_at').orderBy('due_at').orderBy('id').limit(1)),
         )
         const firsts = (await Promise.all([priority, ...broadcasts])).flatMap((rows) => rows.map((r) => Date.parse(r.due_at)))
         return [{ value: firsts.length > 0 ? Math.max(0, (clock.now().getTime() - Math.min(...firsts)) / 1000) : 0 }]

@@ -5,7 +5,7 @@ import { Timestamp } from '../../platform/http/schemas.js'
 
 export const EventTypeName = Type.Union(
   EVENT_TYPES.map((type) => Type.Literal(type)),
-  { description: 'One of the 13 event types' },
+  { description: 'One of the 13 event types of the spec, or LinkClicked (an addition: a recipient followed a tracked link of a broadcast)' },
 )
 
 export const Webhook = Type.Object({

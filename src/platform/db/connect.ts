@@ -8,6 +8,7 @@ import {
   type Compilable,
   type DatabaseIntrospector,
   type DatabaseMetadataOptions,
+  type Driver,
 } from 'kysely'
 import pg from 'pg'
 import type { Logger } from 'pino'
@@ -48,9 +49,31 @@ export interface Store {
   close(): Promise<void>
 }
 
+export interface StoreOptions {
+  /**
+   * URLs of SQLite function modules: each exports registerSqliteFunctions(db) (see
+   * SqliteFunctionModule), which every SQLite connection the store opens, on this thread
+   * and on its worker threads, imports and calls before its first statement. URLs rather
+   * than functions because a worker thread can only be told where to import them from;
+   * and so the platform needs no import of the modules that define them. PostgreSQL has
+   * stored functions, which migrations create: there these are not used.
+   */
+  sqliteFunctions?: readonly string[]
+}
+
+/** What a SQLite function module exports. */
+export interface SqliteFunctionModule {
+  registerSqliteFunctions(database: SQLite.Database): void
+}
+
 /** `logger` hears of what the store's own connections go through (PostgreSQL). */
-export function openStore(config: DatabaseConfig, logger?: Logger): Store {
-  return config.kind === 'sqlite' ? openSqlite(config.path) : openPostgres(config.url, config.schema, logger)
+export function openStore(config: DatabaseConfig, logger?: Logger, options: StoreOptions = {}): Store {
+  return config.kind === 'sqlite' ? openSqlite(config.path, options.sqliteFunctions ?? []) : openPostgres(config.url, config.schema, logger)
+}
+
+/** The SQLite function modules at these URLs (StoreOptions.sqliteFunctions), imported. */
+export function importSqliteFunctions(urls: readonly string[]): Promise<SqliteFunctionModule[]> {
+  return Promise.all(urls.map(async (url) => (await import(url)) as SqliteFunctionModule))
 }
 
 /**
@@ -90,9 +113,9 @@ export function openBulkWriter(target: BulkWriterTarget): BulkWriter {
  * thread): it may wait for the write lock on its thread, and it leaves checkpoints to the
  * maintenance thread, as the main connection does.
  */
-export function openSecondarySqlite(path: string): DriverDatabase {
+export function openSecondarySqlite(path: string, functions: readonly SqliteFunctionModule[] = []): DriverDatabase {
   const database = new SQLite(path, { fileMustExist: true })
-  configureSqlite(database)
+  configureSqlite(database, functions)
   // This thread may wait for the lock: the requests' connection holds it only briefly.
   database.pragma(`busy_timeout = ${LOCK_TIMEOUT_MS}`)
   database.pragma('wal_autocheckpoint = 0')
@@ -100,8 +123,8 @@ export function openSecondarySqlite(path: string): DriverDatabase {
   return withStatementCache(database)
 }
 
-/** Settings every connection to the SQLite file shares. */
-function configureSqlite(database: SQLite.Database): void {
+/** Settings and functions every connection to the SQLite file shares. */
+function configureSqlite(database: SQLite.Database, functions: readonly SqliteFunctionModule[]): void {
   // NORMAL is durable across process crashes in WAL mode; only an OS crash can lose the
   // last commits, which is the trade every WAL deployment makes.
   database.pragma('synchronous = NORMAL')
@@ -113,13 +136,21 @@ function configureSqlite(database: SQLite.Database): void {
   database.function('ulower', { deterministic: true }, (value: unknown) =>
     value === null || value === undefined ? null : String(value).toLowerCase(),
   )
+  for (const module of functions) module.registerSqliteFunctions(database)
 }
 
-function openSqlite(path: string): Store {
+function openSqlite(path: string, functionModules: readonly string[]): Store {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
   const database = new SQLite(path)
   database.pragma('journal_mode = WAL')
-  configureSqlite(database)
+  configureSqlite(database, [])
+  // Imports are asynchronous and opening is not: the functions are registered before the
+  // first statement instead (FunctionsFirstDialect). A failed import fails every query;
+  // the handler only keeps it from counting as unhandled before the first.
+  const functionsRegistered = importSqliteFunctions(functionModules).then((modules) => {
+    for (const module of modules) module.registerSqliteFunctions(database)
+  })
+  functionsRegistered.catch(() => {})
   // A lock another connection holds is waited for on a timer, not on this thread
   // (NonBlockingSqliteDialect).
   database.pragma('busy_timeout = 0')
@@ -130,12 +161,12 @@ function openSqlite(path: string): Store {
   // A thread of its own copies the WAL back into the database file: a checkpoint in a
   // COMMIT on this connection writes and fsyncs megabytes while every request waits.
   // When the log starts over, the file is cut back to this size.
-  const maintenance = path === ':memory:' ? undefined : new SqliteMaintenance(path, MAINTENANCE, () => database.pragma('wal_autocheckpoint = 1000'))
+  const maintenance = path === ':memory:' ? undefined : new SqliteMaintenance(path, MAINTENANCE, () => database.pragma('wal_autocheckpoint = 1000'), functionModules)
   if (maintenance) database.pragma('wal_autocheckpoint = 0')
   database.pragma(`journal_size_limit = ${MAINTENANCE.limitFrames * 4096}`)
   const lockBuffer = path === ':memory:' ? undefined : newLockSignals()
   const db = new Kysely<DB>({
-    dialect: new NonBlockingSqliteDialect(withStatementCache(database), LOCK_TIMEOUT_MS, lockBuffer && new Int32Array(lockBuffer)),
+    dialect: new FunctionsFirstDialect(functionsRegistered, withStatementCache(database), LOCK_TIMEOUT_MS, lockBuffer && new Int32Array(lockBuffer)),
   })
   // A bulk writer has a connection of its own on a worker thread (openBulkWriter); it
   // waits here, between batches, for the checkpoints when the log has grown long. In
@@ -152,8 +183,8 @@ function openSqlite(path: string): Store {
   })
   // Started once the file exists. An in-memory database lives on one connection only;
   // there the main connection serves long reads too.
-  const reader = path === ':memory:' ? undefined : new SqliteReader(path)
-  const writer = lockBuffer && new SqliteWriterDialect(new SqliteWriter({ path, lockSignals: lockBuffer }), (seconds) => waits.record(seconds))
+  const reader = path === ':memory:' ? undefined : new SqliteReader(path, functionModules)
+  const writer = lockBuffer && new SqliteWriterDialect(new SqliteWriter({ path, lockSignals: lockBuffer }, functionModules), (seconds) => waits.record(seconds))
   const background = writer ? new Kysely<DB>({ dialect: writer }) : db
   const lockSignals = lockBuffer && new Int32Array(lockBuffer)
   const waits = new StoreWaits(
@@ -180,6 +211,29 @@ function openSqlite(path: string): Store {
       await maintenance?.close()
       await db.destroy()
     },
+  }
+}
+
+/**
+ * The main connection's dialect, whose driver is ready once the SQLite function modules
+ * have registered their functions: Kysely awaits a driver's init() before its first query.
+ */
+class FunctionsFirstDialect extends NonBlockingSqliteDialect {
+  constructor(
+    private readonly functionsRegistered: Promise<void>,
+    ...options: ConstructorParameters<typeof NonBlockingSqliteDialect>
+  ) {
+    super(...options)
+  }
+
+  override createDriver(): Driver {
+    const driver = super.createDriver()
+    const init = driver.init.bind(driver)
+    driver.init = async () => {
+      await this.functionsRegistered
+      await init()
+    }
+    return driver
   }
 }
 

@@ -167,6 +167,16 @@ export interface MessageRecipientsTable {
   carrier: string | null
   /** Credits per segment it was charged (its route's price when paid for). */
   price: Generated<number>
+  /** A personalised broadcast's text for this recipient, rendered when queued; null: the message's. */
+  content: string | null
+  /** The parts of `content`; null: the message's. */
+  segments: number | null
+  /** Its tracked links' code (GET /l/{code}{index}); null without tracked links. */
+  link_code: string | null
+  /** When it first followed a tracked link. */
+  clicked_at: string | null
+  /** Its IANA time zone for the broadcast's send window; null: the window's own. */
+  time_zone: string | null
 }
 
 export interface CarrierPartsTable {
@@ -202,7 +212,7 @@ export interface IdempotencyKeysTable {
   expires_at: string
 }
 
-export type BroadcastStatus = 'draft' | 'scheduled' | 'sending' | 'completed'
+export type BroadcastStatus = 'draft' | 'scheduled' | 'sending' | 'paused' | 'completed' | 'cancelled'
 
 export interface BroadcastsTable {
   id: string
@@ -234,6 +244,22 @@ export interface BroadcastsTable {
   queued_price_total: Generated<number | string>
   lease_owner: string | null
   lease_expires_at: string | null
+  /** Every http(s) URL becomes a tracked short link per recipient. */
+  track_links: Generated<number>
+  /** Caps how many recipients are handed over per minute; null: as fast as the carriers take them. */
+  max_per_minute: number | null
+  /** JSON {start: "HH:MM", end: "HH:MM", timeZone}; null: any time. */
+  send_window: string | null
+  paused_at: string | null
+  cancelled_at: string | null
+  clicks: Generated<number>
+  unique_clicks: Generated<number>
+  /** The tracked URLs of the message as written (JSON array), kept when the send starts. */
+  links: string | null
+  /** Recipients carry texts of their own; then queue_price_total and queued_price_total sum price x segments. */
+  personalised: Generated<number>
+  /** When a paced broadcast may next hand a recipient over. */
+  pace_next_at: string | null
 }
 
 export interface WebhooksTable {

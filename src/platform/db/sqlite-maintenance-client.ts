@@ -1,6 +1,6 @@
 import { WorkerRpc } from '../worker-rpc.js'
 import { startWorker } from '../workers.js'
-import type { MaintenanceReply, MaintenanceRequest } from './sqlite-maintenance.js'
+import type { MaintenanceReply, MaintenanceRequest, MaintenanceTarget } from './sqlite-maintenance.js'
 
 const RETRY_MS = 20
 
@@ -29,13 +29,17 @@ export class SqliteMaintenance {
   private statusWaiters: (() => void)[] = []
   private closing = false
 
-  /** `lost` runs if the thread dies on its own: the main connection must then checkpoint again. */
+  /**
+   * `lost` runs if the thread dies on its own: the main connection must then checkpoint
+   * again. `functionModules`: StoreOptions.sqliteFunctions, registered on the thread's connection.
+   */
   constructor(
     path: string,
     private readonly options: MaintenanceOptions,
     lost: () => void,
+    functionModules: readonly string[] = [],
   ) {
-    const thread = startWorker(import.meta.url, 'sqlite-maintenance', { path, intervalMs: options.checkpointEveryMs })
+    const thread = startWorker(import.meta.url, 'sqlite-maintenance', { path, intervalMs: options.checkpointEveryMs, functionModules } satisfies MaintenanceTarget)
     thread.unref()
     // An error ends the thread; analyses fail at the exit that follows.
     this.worker = new WorkerRpc(thread, {

@@ -14,6 +14,14 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import SQLite from './sqlite-binding.js'
 import { BACKGROUND_NICE, lowerThreadPriority } from '../thread-priority.js'
+import type { SqliteFunctionModule } from './connect.js'
+
+/** workerData: the database, the checkpoint interval and the SQLite function modules to register. */
+export interface MaintenanceTarget {
+  path: string
+  intervalMs: number
+  functionModules: readonly string[]
+}
 
 export interface CheckpointStatus {
   type: 'status'
@@ -27,7 +35,7 @@ export type MaintenanceRequest = { type: 'checkpoint'; restart: boolean } | { ty
 
 export type MaintenanceReply = CheckpointStatus | { type: 'analyzed'; id: number; error?: string } | { type: 'closed' }
 
-const { path, intervalMs } = workerData as { path: string; intervalMs: number }
+const { path, intervalMs, functionModules } = workerData as MaintenanceTarget
 const port = parentPort!
 lowerThreadPriority(BACKGROUND_NICE)
 const db = new SQLite(path, { fileMustExist: true })
@@ -38,6 +46,9 @@ const BUSY_TIMEOUT_MS = 5000
 db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
 // The same sampling as the main connection (connect.ts).
 db.pragma('analysis_limit = 1000')
+// ANALYZE of an index on an expression may evaluate the functions it calls. Requests that
+// arrive meanwhile wait in the port until the listener below is added.
+for (const url of functionModules) ((await import(url)) as SqliteFunctionModule).registerSqliteFunctions(db)
 
 const post = (reply: MaintenanceReply) => port.postMessage(reply)
 let last = { log: -1, checkpointed: -1 }

@@ -1,6 +1,6 @@
 import { WorkerRpc } from '../worker-rpc.js'
 import { startWorker } from '../workers.js'
-import type { ReadReply, ReadRequest } from './sqlite-reader.js'
+import type { ReadReply, ReaderTarget, ReadRequest } from './sqlite-reader.js'
 
 /** The main thread's side of sqlite-reader.ts: one reader thread, queries answered in turn. */
 export class SqliteReader {
@@ -9,8 +9,9 @@ export class SqliteReader {
   /** Told how long each read waited for the thread (its answer time less its run time). */
   onWait: ((seconds: number) => void) | undefined
 
-  constructor(path: string) {
-    const thread = startWorker(import.meta.url, 'sqlite-reader', { path })
+  /** `functionModules`: StoreOptions.sqliteFunctions, registered on the thread's connection. */
+  constructor(path: string, functionModules: readonly string[] = []) {
+    const thread = startWorker(import.meta.url, 'sqlite-reader', { path, functionModules } satisfies ReaderTarget)
     thread.unref()
     this.worker = new WorkerRpc(thread, {
       stopped: () => new Error('the SQLite reader thread stopped'),

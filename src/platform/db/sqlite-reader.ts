@@ -6,6 +6,13 @@
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import SQLite from './sqlite-binding.js'
+import type { SqliteFunctionModule } from './connect.js'
+
+/** Where the thread opens its connection, and the function modules it registers there: workerData. */
+export interface ReaderTarget {
+  path: string
+  functionModules: readonly string[]
+}
 
 export interface ReadRequest {
   id: number
@@ -16,12 +23,15 @@ export interface ReadRequest {
 /** The rows and how long the query ran (ms), or why it failed. */
 export type ReadReply = { id: number; rows: unknown[]; ms: number; error?: undefined } | { id: number; error: string; rows?: undefined; ms?: undefined }
 
-const { path } = workerData as { path: string }
+const { path, functionModules } = workerData as ReaderTarget
 const db = new SQLite(path, { readonly: true, fileMustExist: true })
 db.pragma('busy_timeout = 5000')
 db.pragma('cache_size = -65536')
 // The same Unicode lower-casing the main connection registers (connect.ts).
 db.function('ulower', { deterministic: true }, (value: unknown) => (value === null || value === undefined ? null : String(value).toLowerCase()))
+// And those of the SQLite function modules (connect.ts): the long reads call them too.
+// Requests that arrive meanwhile wait in the port until the listener below is added.
+for (const url of functionModules) ((await import(url)) as SqliteFunctionModule).registerSqliteFunctions(db)
 
 const statements = new Map<string, SQLite.Statement>()
 

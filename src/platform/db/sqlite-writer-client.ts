@@ -16,6 +16,7 @@ import { WorkerRpc } from '../worker-rpc.js'
 import { startWorker } from '../workers.js'
 import { OneConnectionDriver } from './sqlite-driver.js'
 import type { WriterReply, WriterRequest, WriterTarget } from './sqlite-writer-protocol.js'
+import type { WriterThreadData } from './sqlite-writer.js'
 
 type Answer = Exclude<WriterReply, { type: 'closed' }>
 
@@ -31,7 +32,11 @@ export class SqliteWriter {
   private generation = 0
   private closed = false
 
-  constructor(private readonly target: WriterTarget) {}
+  /** `functionModules`: StoreOptions.sqliteFunctions, registered on the thread's connection. */
+  constructor(
+    private readonly target: WriterTarget,
+    private readonly functionModules: readonly string[] = [],
+  ) {}
 
   /** The thread statements run on now (starting it if none runs): pass it to run() for the statements of a transaction begun there. */
   current(): number {
@@ -61,7 +66,7 @@ export class SqliteWriter {
 
   private thread(): WorkerRpc<WriterRequest, WriterReply> {
     if (this.worker) return this.worker
-    const thread = startWorker(import.meta.url, 'sqlite-writer', this.target)
+    const thread = startWorker(import.meta.url, 'sqlite-writer', { ...this.target, functionModules: this.functionModules } satisfies WriterThreadData)
     thread.unref()
     const worker: WorkerRpc<WriterRequest, WriterReply> = new WorkerRpc(thread, {
       stopped: () => new Error('the SQLite writer thread stopped'),

@@ -11,12 +11,16 @@
  * lets statements of the requests' connection that are waiting for it go first.
  */
 import { parentPort, workerData } from 'node:worker_threads'
-import { openSecondarySqlite } from './connect.js'
+import { importSqliteFunctions, openSecondarySqlite } from './connect.js'
 import { announceRelease, standBackForWaiters } from './sqlite-lock-signals.js'
 import type { WriterReply, WriterRequest, WriterTarget } from './sqlite-writer-protocol.js'
 
-const { path, lockSignals } = workerData as WriterTarget
-const database = openSecondarySqlite(path)
+/** workerData: the connection's target and the SQLite function modules it registers. */
+export type WriterThreadData = WriterTarget & { functionModules: readonly string[] }
+
+const { path, lockSignals, functionModules } = workerData as WriterThreadData
+// Statements that arrive meanwhile wait in the port until the listener below is added.
+const database = openSecondarySqlite(path, await importSqliteFunctions(functionModules))
 const signals = new Int32Array(lockSignals)
 const port = parentPort!
 

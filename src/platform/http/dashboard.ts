@@ -17,7 +17,7 @@ export const DASHBOARD_BUILD_DIR = fileURLToPath(new URL('../../../dist/web', im
  * A list rather than a catch-all on purpose: any other path stays the API's
  * problem+json 404, as it was before the dashboard existed.
  */
-export const DASHBOARD_PAGES = ['/', '/login', '/signup', '/keys', '/sms', '/contacts', '/segments', '/broadcasts', '/webhooks', '/push'] as const
+export const DASHBOARD_PAGES = ['/', '/login', '/signup', '/keys', '/sms', '/contacts', '/segments', '/broadcasts', '/broadcasts/:id', '/webhooks', '/push'] as const
 
 // Vite writes its bundles under assets/ with a content hash in the name: safe to cache for good.
 const ASSET_NAME = /^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.[a-z0-9]+$/

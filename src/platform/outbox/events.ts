@@ -1,4 +1,7 @@
-/** The domain events the platform records; the 13 the spec lets webhooks subscribe to. */
+/**
+ * The domain events the platform records, each one a webhook may subscribe to: the 13 of
+ * the spec, then LinkClicked, an addition (api.md, Campaign features).
+ */
 export const EVENT_TYPES = [
   'SmsSent',
   'SmsDelivered',
@@ -13,6 +16,7 @@ export const EVENT_TYPES = [
   'CampaignDeleted',
   'OptOut',
   'LowBalance',
+  'LinkClicked',
 ] as const
 
 export type EventType = (typeof EVENT_TYPES)[number]

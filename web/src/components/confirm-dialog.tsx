@@ -4,6 +4,8 @@ interface ConfirmDialogProps {
   title: string
   children: ReactNode
   confirmLabel: string
+  /** The button that closes the dialog doing nothing; "Cancel" unless that would be ambiguous. */
+  cancelLabel?: string
   isBusy?: boolean
   onConfirm(): void
   onCancel(): void
@@ -13,7 +15,7 @@ interface ConfirmDialogProps {
  * A modal confirmation on the native <dialog>: focus moves into it, Escape cancels, and
  * focus returns to the button that opened it when it closes.
  */
-export function ConfirmDialog({ title, children, confirmLabel, isBusy, onConfirm, onCancel }: ConfirmDialogProps) {
+export function ConfirmDialog({ title, children, confirmLabel, cancelLabel = 'Cancel', isBusy, onConfirm, onCancel }: ConfirmDialogProps) {
   const dialog = useRef<HTMLDialogElement>(null)
   useEffect(() => {
     const element = dialog.current
@@ -41,7 +43,7 @@ export function ConfirmDialog({ title, children, confirmLabel, isBusy, onConfirm
           {isBusy ? 'Working…' : confirmLabel}
         </button>
         <button type="button" onClick={onCancel} autoFocus>
-          Cancel
+          {cancelLabel}
         </button>
       </div>
     </dialog>

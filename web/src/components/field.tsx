@@ -1,4 +1,4 @@
-import { useId, type InputHTMLAttributes, type ReactNode, type TextareaHTMLAttributes } from 'react'
+import { useId, type InputHTMLAttributes, type ReactNode, type Ref, type TextareaHTMLAttributes } from 'react'
 import { errorsFor } from '../api'
 
 interface FieldFrame {
@@ -50,7 +50,8 @@ export function TextField({ label, name, error, hint, ...input }: FieldFrame & I
   )
 }
 
-export function TextAreaField({ label, name, error, hint, ...area }: FieldFrame & TextareaHTMLAttributes<HTMLTextAreaElement>) {
+/** `ref` reaches the textarea itself, for a page that edits at the cursor. */
+export function TextAreaField({ label, name, error, hint, ...area }: FieldFrame & TextareaHTMLAttributes<HTMLTextAreaElement> & { ref?: Ref<HTMLTextAreaElement> }) {
   const { id, errors, describedBy } = useFieldIds(name, error, hint)
   return (
     <div className="field">

@@ -14,6 +14,11 @@ const NAV = [
   { to: PATHS.push, label: 'Push console' },
 ]
 
+/** A page, or one of its own pages (a broadcast under /broadcasts). */
+function isWithin(path: string, section: string): boolean {
+  return path === section || (section !== '/' && path.startsWith(`${section}/`))
+}
+
 /** The signed-in frame: navigation, the user and log out, then the page. */
 export function Layout({ path, title, children }: { path: string; title: string; children: ReactNode }) {
   const { session, signOut } = useSession()
@@ -28,7 +33,7 @@ export function Layout({ path, title, children }: { path: string; title: string;
           <ul>
             {NAV.map((item) => (
               <li key={item.to}>
-                <Link to={item.to} aria-current={path === item.to ? 'page' : undefined}>
+                <Link to={item.to} aria-current={isWithin(path, item.to) ? 'page' : undefined}>
                   {item.label}
                 </Link>
               </li>

@@ -1,11 +1,13 @@
 import { useEffect, useState } from 'react'
-import { unwrap, type Broadcast } from '../api'
+import { unwrap, type Contact } from '../api'
+import { LoadState } from '../components/load-state'
 import { ProblemAlert } from '../components/problem-alert'
 import { useApi } from '../session'
 import { useLoad } from '../use-load'
 import { BroadcastBuilder } from './broadcasts/broadcast-builder'
+import { isInFlight } from './broadcasts/broadcast-status'
 import { BroadcastTable } from './broadcasts/broadcast-table'
-import { LoadState } from '../components/load-state'
+import { useAudiences } from './broadcasts/use-audiences'
 
 const POLL_MS = 2000
 const PAGE_SIZE = 10
@@ -14,32 +16,28 @@ export function BroadcastsPage() {
   const api = useApi()
   const [pageNumber, setPageNumber] = useState(1)
   const [version, setVersion] = useState(0)
+  const [previewContact, setPreviewContact] = useState<Contact | null>(null)
   const query = { pageNumber, pageSize: PAGE_SIZE }
   const broadcasts = useLoad((signal) => unwrap(api.GET('/v1/broadcasts', { params: { query }, signal })), `${pageNumber}:${version}`)
-  const lists = useLoad((signal) => unwrap(api.GET('/v1/contact-lists', { params: { query: { pageSize: 100 } }, signal })), 'broadcast-lists')
-  const segments = useLoad((signal) => unwrap(api.GET('/v1/audience/segments', { params: { query: { pageSize: 100 } }, signal })), 'broadcast-segments')
+  const { lists, segments, audienceName } = useAudiences()
 
   // Progress changes while a broadcast sends: poll until none is sending or waiting to start.
   const reload = broadcasts.reload
-  const inFlight = broadcasts.data?.items.some((b) => b.status === 'sending' || b.status === 'scheduled') ?? false
+  const inFlight = broadcasts.data?.items.some(isInFlight) ?? false
   useEffect(() => {
     if (!inFlight) return
     const timer = window.setInterval(reload, POLL_MS)
     return () => window.clearInterval(timer)
   }, [inFlight, reload])
 
-  const audienceName = (broadcast: Broadcast): string => {
-    if (broadcast.contactListId) return `List ${lists.data?.items.find((l) => l.id === broadcast.contactListId)?.name ?? '(deleted)'}`
-    if (broadcast.segmentId) return `Segment ${segments.data?.items.find((s) => s.id === broadcast.segmentId)?.name ?? '(deleted)'}`
-    return '—'
-  }
-
   return (
     <div className="stack-lg">
       <p className="lead">A broadcast sends one message to every contact of a list or a segment, charged recipients × segments.</p>
       <BroadcastBuilder
-        lists={lists.data?.items ?? []}
-        segments={segments.data?.items ?? []}
+        lists={lists}
+        segments={segments}
+        contact={previewContact}
+        onContact={setPreviewContact}
         onChanged={() => {
           setPageNumber(1)
           setVersion((n) => n + 1)

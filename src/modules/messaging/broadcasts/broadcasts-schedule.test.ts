@@ -175,7 +175,7 @@ describe('a broadcast that is sending', () => {
     const put = await server.put(`/v1/broadcasts/${id}`, { token: key, body: { name: 'Changed', message: 'Changed', senderId: 'Acme', contactListId: listId } })
     expectWholeProblem(put, { status: 409, slug: 'conflict', title: 'Conflict', detail: 'The broadcast is sending; only a draft can be changed', instance: `/v1/broadcasts/${id}` })
     const refused = await server.delete(`/v1/broadcasts/${id}`, { token: key })
-    expectWholeProblem(refused, { status: 409, slug: 'conflict', title: 'Conflict', detail: 'The broadcast is sending; wait until it has completed', instance: `/v1/broadcasts/${id}` })
+    expectWholeProblem(refused, { status: 409, slug: 'conflict', title: 'Conflict', detail: 'The broadcast is sending; cancel it, or wait until it has completed', instance: `/v1/broadcasts/${id}` })
     expect(await getBroadcast(server, key, id)).toMatchObject({ name: 'Launch', status: 'sending' })
 
     // Handed over first (recipients are queued just after the start), then the receipt is due.

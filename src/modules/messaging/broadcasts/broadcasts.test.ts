@@ -89,6 +89,14 @@ describe('POST /v1/broadcasts and GET /v1/broadcasts/{id}', () => {
       sentAt: null,
       completedAt: null,
       failure: null,
+      trackLinks: false,
+      maxPerMinute: null,
+      sendWindow: null,
+      waitingForWindow: 0,
+      clicks: 0,
+      uniqueClicks: 0,
+      pausedAt: null,
+      cancelledAt: null,
     })
     expect(events).toEqual([{ type: 'CampaignCreated', data: { broadcastId: response.body, name: 'Launch', status: 'draft', at: got.body.createdAt } }])
   })

@@ -1,4 +1,4 @@
-import { sql, type Insertable, type Kysely, type RawBuilder, type Transaction, type Updateable } from 'kysely'
+import { sql, type Compilable, type Insertable, type Kysely, type RawBuilder, type Transaction, type Updateable } from 'kysely'
 import type { Dialect } from '../../../platform/db/dialect.js'
 import type { BroadcastStatus, BroadcastsTable, DB, MessagesTable } from '../../../platform/db/schema.js'
 import { Leases } from '../../../platform/lease.js'
@@ -56,7 +56,7 @@ export async function replaceDraft(
   trx: Transaction<DB>,
   accountId: string,
   broadcastId: string,
-  changes: Pick<BroadcastsTable, 'name' | 'message' | 'sender_id' | 'contact_list_id' | 'segment_id' | 'updated_at'>,
+  changes: Pick<BroadcastsTable, 'name' | 'message' | 'sender_id' | 'contact_list_id' | 'segment_id' | 'updated_at' | 'max_per_minute' | 'send_window'> & { track_links: number },
 ): Promise<boolean> {
   const result = await trx
     .updateTable('broadcasts')
@@ -68,13 +68,13 @@ export async function replaceDraft(
   return Number(result.numUpdatedRows) > 0
 }
 
-/** Deletes a broadcast unless it is sending; returns what it was, or undefined. */
+/** Deletes a broadcast unless it is sending or paused; returns what it was, or undefined. */
 export function deleteUnlessSending(trx: Transaction<DB>, accountId: string, broadcastId: string) {
   return trx
     .deleteFrom('broadcasts')
     .where('account_id', '=', accountId)
     .where('id', '=', broadcastId)
-    .where('status', '<>', 'sending')
+    .where('status', 'not in', ['sending', 'paused'])
     .returning(['id', 'name', 'status'])
     .executeTakeFirst()
 }
@@ -106,8 +106,8 @@ export async function markStarted(
   broadcastId: string,
   started: Pick<
     BroadcastsTable,
-    'status' | 'message_id' | 'sent_at' | 'completed_at' | 'updated_at' | 'queue_after_created_at' | 'queue_after_id' | 'lease_owner' | 'lease_expires_at' | 'queue_prices'
-  > & { queue_total: number; queued: number; queue_price_total: number; queued_price_total: number },
+    'status' | 'message_id' | 'sent_at' | 'completed_at' | 'updated_at' | 'queue_after_created_at' | 'queue_after_id' | 'lease_owner' | 'lease_expires_at' | 'queue_prices' | 'links'
+  > & { queue_total: number; queued: number; queue_price_total: number; queued_price_total: number; personalised: number },
 ): Promise<void> {
   await trx
     .updateTable('broadcasts')
@@ -151,9 +151,25 @@ function dueScheduled(db: Kysely<DB>, now: string) {
   return db.selectFrom('broadcasts').select('id').where('status', '=', 'scheduled').where('scheduled_at', '<=', now).where('lease_owner', 'is', null)
 }
 
-/** Started broadcasts whose queueing walk nobody holds: its node died or let it go (their ids). */
+/** Started broadcasts whose queueing walk nobody holds: its node died or let it go (their ids). A paused one is queued too, only not handed over. */
 export function abandonedWalks(db: Kysely<DB>) {
-  return db.selectFrom('broadcasts').select('id').where('queue_after_id', 'is not', null).where('status', '=', 'sending').where('lease_owner', 'is', null)
+  return db.selectFrom('broadcasts').select('id').where('queue_after_id', 'is not', null).where('status', 'in', ['sending', 'paused']).where('lease_owner', 'is', null)
+}
+
+/** Recipients of a windowed broadcast's message due later than now: waiting for their window (or a carrier's retry). */
+export async function countWaitingForWindow(deps: { db: Kysely<DB>; readLong<T>(query: Compilable<T>): Promise<T[]> }, messageId: string, now: string): Promise<number> {
+  const [row] = await deps.readLong(
+    deps.db
+      .selectFrom('message_recipients')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('message_id', '=', messageId)
+      .where('status', '=', 'queued')
+      .where('lease_owner', 'is', null)
+      // A literal: the broadcast lane's partial index serves only a query whose terms imply its own.
+      .where('lane', '=', sql.lit(1))
+      .where('due_at', '>', now),
+  )
+  return Number(row?.count ?? 0)
 }
 
 /** Frees claims whose holder is gone; the broadcasts stay scheduled and are claimed again. */

@@ -6,7 +6,10 @@ import { aheadOfOthers } from '../../../platform/db/connection-priority.js'
 import type { DB } from '../../../platform/db/schema.js'
 import { Leases } from '../../../platform/lease.js'
 import { abandonedWalks } from './queries.js'
-import { compileTarget } from './start.js'
+import { compileTarget, linkPrefix, templateOf } from './start.js'
+import { isTimeZone, nextOpening, parseWindow } from './send-window.js'
+import type { SendWindow } from './schemas.js'
+import { randomLinkCode, renderSql } from './template-sql.js'
 import { LANE } from '../dispatch/queue.js'
 import type { MessagingDeps } from '../deps.js'
 import { completeBroadcasts } from '../dispatch/progress.js'
@@ -87,16 +90,23 @@ export class BroadcastQueue {
     // The prices it was paid with, whatever the routes say by now.
     const prices = parsePriceList(broadcast.queue_prices)
     const pricing = { expression: priceExpression(prices), flat: flatPrice(prices) }
+    const plan: ChunkPlan = {
+      broadcastId: broadcast.id,
+      messageId: broadcast.message_id,
+      accountId: broadcast.account_id,
+      audience,
+      message: { segments: Number(message.segments), sandbox: Boolean(message.sandbox) },
+      pricing,
+      personalised: Number(broadcast.personalised) === 1 ? this.personalisation(broadcast) : undefined,
+      window: parseWindow(broadcast.send_window),
+    }
     let after = { createdAt: broadcast.queue_after_created_at!, id: broadcast.queue_after_id }
     for (;;) {
       if (this.stopping) return
-      const messageId = broadcast.message_id
       // Ahead of dispatch batches on SQLite's background connection: the dispatcher sends
       // what is queued already, and waiting turns with each of its batches took queueing
       // several times longer.
-      const { next, inserted, total } = await this.deps.metrics.slice('broadcast_queue', () =>
-        aheadOfOthers(() => this.chunk(broadcast.id, messageId, broadcast.account_id, audience, after, { segments: Number(message.segments), sandbox: Boolean(message.sandbox) }, pricing)),
-      )
+      const { next, inserted, total } = await this.deps.metrics.slice('broadcast_queue', () => aheadOfOthers(() => this.chunk(plan, after)))
       this.deps.queued()
       this.deps.metrics.recipientsQueued('broadcast', inserted)
       if (total !== undefined) this.deps.metrics.broadcastQueued(total)
@@ -106,20 +116,25 @@ export class BroadcastQueue {
     }
   }
 
+  /** How a personalised broadcast's recipients get their texts: rendered and counted in SQL, with a fresh link code each. */
+  private personalisation(broadcast: { message: string; track_links: number }): Personalisation {
+    const template = templateOf(broadcast)
+    const store = this.deps.dialect.name
+    // Rendered over the picked rows, named `contacts` there so the template's columns resolve.
+    const code = sql.ref<string>('contacts.link_code')
+    return {
+      linkCode: template.links.length > 0 ? randomLinkCode(store) : undefined,
+      content: renderSql(template, store, linkPrefix(this.deps.publicUrl), template.links.length > 0 ? code : undefined),
+    }
+  }
+
   /**
    * Queues one chunk; answers where the next starts (undefined once the walk is done), how
    * many recipients it queued, and once done the broadcast's total.
    */
-  private async chunk(
-    broadcastId: string,
-    messageId: string,
-    accountId: string,
-    audience: RawBuilder<boolean>,
-    after: { createdAt: string; id: string },
-    message: { segments: number; sandbox: boolean },
-    pricing: ChunkPricing,
-  ): Promise<{ next: { createdAt: string; id: string } | undefined; inserted: number; total: number | undefined }> {
+  private async chunk(plan: ChunkPlan, after: { createdAt: string; id: string }): Promise<{ next: { createdAt: string; id: string } | undefined; inserted: number; total: number | undefined }> {
     const { db } = this.deps
+    const { broadcastId, messageId, accountId } = plan
     const afterKey = sql<boolean>`(contacts.created_at, contacts.id) > (${after.createdAt}, ${after.id})`
     // The chunk's last contact, whether it matches or not: the walk advances by contacts.
     const last = await db
@@ -132,6 +147,10 @@ export class BroadcastQueue {
       .offset(this.options.chunkSize - 1)
       .limit(1)
       .executeTakeFirst()
+    const upTo = last ? sql<boolean>`(contacts.created_at, contacts.id) <= (${last.created_at}, ${last.id})` : sql<boolean>`1 = 1`
+    const where = sql<boolean>`${afterKey} and ${upTo} and ${plan.audience}`
+    const now = this.deps.clock.now()
+    const timing = plan.window === null ? undefined : await this.windowTiming(plan.window, accountId, where, now)
     return db.transaction().execute(async (trx) => {
       const state = await trx
         .selectFrom('broadcasts')
@@ -142,15 +161,19 @@ export class BroadcastQueue {
         .executeTakeFirst()
       if (!state) throw new LostClaim()
       const room = Number(state.queue_total) - Number(state.queued)
-      const upTo = last ? sql<boolean>`(contacts.created_at, contacts.id) <= (${last.created_at}, ${last.id})` : sql<boolean>`1 = 1`
-      const { inserted, priceSum } =
-        room <= 0 ? { inserted: 0, priceSum: 0 } : await insertChunk(trx, messageId, accountId, sql<boolean>`${afterKey} and ${upTo} and ${audience}`, room, this.deps.clock.now().toISOString(), pricing)
-      const queued = Number(state.queued) + inserted
-      const queuedPrices = Number(state.queued_price_total) + priceSum
       // Before routes had prices, every recipient was paid for at 1.
       const paidPrices = state.queue_price_total === null ? Number(state.queue_total) : Number(state.queue_price_total)
+      const rows = { messageId, accountId, where, limit: room, dueAt: now.toISOString(), pricing: plan.pricing, timing }
+      const { inserted, priceSum } =
+        room <= 0
+          ? { inserted: 0, priceSum: 0 }
+          : plan.personalised
+            ? await insertPersonalisedChunk(trx, rows, plan.personalised, paidPrices - Number(state.queued_price_total))
+            : await insertChunk(trx, rows)
+      const queued = Number(state.queued) + inserted
+      const queuedPrices = Number(state.queued_price_total) + priceSum
       const done = !last || queued >= Number(state.queue_total)
-      await trx
+      const updated = await trx
         .updateTable('broadcasts')
         .set({
           queued,
@@ -161,11 +184,40 @@ export class BroadcastQueue {
           ...(done ? Leases.released() : {}),
         })
         .where('id', '=', broadcastId)
-        .execute()
+        // A cancel that committed meanwhile (PostgreSQL re-reads the row once its lock is
+        // free) refunded what was not queued: this chunk is rolled back, not queued too.
+        .where('status', 'in', ['sending', 'paused'])
+        .where('lease_owner', '=', this.leases.nodeId)
+        .executeTakeFirst()
+      if (Number(updated.numUpdatedRows) === 0) throw new LostClaim()
       await trx.updateTable('messages').set({ recipients: sql`recipients + ${inserted}` }).where('id', '=', messageId).execute()
-      if (done) await this.finish(trx, broadcastId, messageId, accountId, { recipients: Number(state.queue_total) - queued, prices: paidPrices - queuedPrices }, message)
+      if (done) {
+        // A personalised broadcast's totals are already in credits (price x each text's segments).
+        const perPrice = plan.personalised ? 1 : plan.message.segments
+        await this.finish(trx, broadcastId, messageId, accountId, { recipients: Number(state.queue_total) - queued, credits: (paidPrices - queuedPrices) * perPrice }, plan.message.sandbox)
+      }
       return done ? { next: undefined, inserted, total: queued } : { next: { createdAt: last.created_at, id: last.id }, inserted, total: undefined }
     })
+  }
+
+  /**
+   * When each of the chunk's recipients is due under the send window: now where it is open,
+   * else its next opening, by the contact's own timeZone attribute when that is a valid IANA
+   * name (looked up once per distinct value in the chunk), else the window's.
+   */
+  private async windowTiming(window: SendWindow, accountId: string, where: RawBuilder<boolean>, now: Date): Promise<WindowTiming> {
+    const zoneOf = this.deps.dialect.jsonMemberText(sql.ref('contacts.attributes'), 'timeZone')
+    const rows = await this.deps.db
+      .selectFrom('contacts')
+      .select(zoneOf.as('zone'))
+      .distinct()
+      .where('contacts.account_id', '=', accountId)
+      .where('contacts.opted_out', '=', 0)
+      .where(where)
+      .execute()
+    const zones = rows.map((r) => r.zone).filter((zone): zone is string => isTimeZone(zone))
+    const dueIn = (zone: string | null) => (nextOpening(window, now, zone) ?? now).toISOString()
+    return { zoneOf, zones, dueAt: new Map(zones.map((zone) => [zone, dueIn(zone)])), defaultDueAt: dueIn(null) }
   }
 
   /** Refunds what was paid for recipients that were not queued, and completes a broadcast with nothing left to send. */
@@ -174,18 +226,29 @@ export class BroadcastQueue {
     broadcastId: string,
     messageId: string,
     accountId: string,
-    unqueued: { recipients: number; prices: number },
-    message: { segments: number; sandbox: boolean },
+    unqueued: { recipients: number; credits: number },
+    sandbox: boolean,
   ): Promise<void> {
     const at = this.deps.clock.now()
-    const credits = unqueued.prices * message.segments
-    if (credits > 0 && !message.sandbox) {
-      await refund(trx, accountId, credits, at)
-      await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${credits}` }).where('id', '=', messageId).execute()
+    if (unqueued.credits > 0 && !sandbox) {
+      await refund(trx, accountId, unqueued.credits, at)
+      await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${unqueued.credits}` }).where('id', '=', messageId).execute()
     }
     await completeBroadcasts(trx, [messageId], at)
     this.logger.info({ broadcastId, unqueued: unqueued.recipients }, 'broadcast recipients queued')
   }
+}
+
+/** What a walk needs to queue each chunk of one broadcast. */
+interface ChunkPlan {
+  broadcastId: string
+  messageId: string
+  accountId: string
+  audience: RawBuilder<boolean>
+  message: { segments: number; sandbox: boolean }
+  pricing: ChunkPricing
+  personalised: Personalisation | undefined
+  window: SendWindow | null
 }
 
 /** How a broadcast's recipients are priced: per row in SQL, and the one price when all pay the same. */
@@ -194,19 +257,54 @@ interface ChunkPricing {
   flat: number | undefined
 }
 
+interface Personalisation {
+  /** A fresh random code per recipient; undefined without tracked links. */
+  linkCode: RawBuilder<string> | undefined
+  /** The recipient's text, over the picked contact's columns and its `link_code`. */
+  content: RawBuilder<string>
+}
+
+/** Each recipient's time zone and due time under a send window. */
+interface WindowTiming {
+  zoneOf: RawBuilder<string | null>
+  zones: string[]
+  dueAt: Map<string, string>
+  defaultDueAt: string
+}
+
+interface ChunkRows {
+  messageId: string
+  accountId: string
+  where: RawBuilder<boolean>
+  limit: number
+  dueAt: string
+  pricing: ChunkPricing
+  timing: WindowTiming | undefined
+}
+
+/** The recipient's due time: now, or its window's next opening in its zone. */
+function dueExpression(rows: ChunkRows): RawBuilder<string> {
+  const { timing } = rows
+  if (timing === undefined) return sql<string>`cast(${rows.dueAt} as text)`
+  if (timing.zones.length === 0) return sql<string>`cast(${timing.defaultDueAt} as text)`
+  const branches = timing.zones.map((zone) => sql`when ${zone} then ${timing.dueAt.get(zone)!}`)
+  return sql<string>`cast(case ${timing.zoneOf} ${sql.join(branches, sql` `)} else ${timing.defaultDueAt} end as text)`
+}
+
+/** The recipient's own valid zone, kept so the dispatcher can hold it back when its window closes; null: the window's. */
+function zoneExpression(rows: ChunkRows): RawBuilder<string | null> {
+  const { timing } = rows
+  if (timing === undefined || timing.zones.length === 0) return sql<string | null>`cast(null as text)`
+  const branches = timing.zones.map((zone) => sql`when ${zone} then ${zone}`)
+  return sql<string | null>`cast(case ${timing.zoneOf} ${sql.join(branches, sql` `)} else null end as text)`
+}
+
 /** Queues a chunk's recipients at their prices; answers how many, and their prices summed. */
-async function insertChunk(
-  trx: Transaction<DB>,
-  messageId: string,
-  accountId: string,
-  where: RawBuilder<boolean>,
-  limit: number,
-  dueAt: string,
-  pricing: ChunkPricing,
-): Promise<{ inserted: number; priceSum: number }> {
+async function insertChunk(trx: Transaction<DB>, rows: ChunkRows): Promise<{ inserted: number; priceSum: number }> {
+  const { messageId, accountId, pricing } = rows
   const insert = trx
     .insertInto('message_recipients')
-    .columns(['message_id', 'account_id', 'phone_number', 'status', 'due_at', 'lane', 'price'])
+    .columns(['message_id', 'account_id', 'phone_number', 'status', 'due_at', 'lane', 'price', 'time_zone'])
     .expression(
       trx
         .selectFrom('contacts')
@@ -216,14 +314,15 @@ async function insertChunk(
           'contacts.account_id',
           'contacts.phone_number',
           sql<string>`cast(${'queued'} as text)`.as('status'),
-          sql<string>`cast(${dueAt} as text)`.as('due_at'),
+          dueExpression(rows).as('due_at'),
           sql<number>`${sql.lit(LANE.broadcast)}`.as('lane'),
           pricing.expression.as('price'),
+          zoneExpression(rows).as('time_zone'),
         ])
         .where('contacts.account_id', '=', accountId)
         .where('contacts.opted_out', '=', 0)
-        .where(where)
-        .limit(limit),
+        .where(rows.where)
+        .limit(rows.limit),
     )
   if (pricing.flat !== undefined) {
     const result = await insert.executeTakeFirst()
@@ -231,6 +330,43 @@ async function insertChunk(
     return { inserted, priceSum: inserted * pricing.flat }
   }
   // Prices differ by number: the chunk's rows tell what they cost (a few thousand integers).
-  const rows = await insert.returning('price').execute()
-  return { inserted: rows.length, priceSum: rows.reduce((sum, row) => sum + Number(row.price), 0) }
+  const inserted = await insert.returning('price').execute()
+  return { inserted: inserted.length, priceSum: inserted.reduce((sum, row) => sum + Number(row.price), 0) }
+}
+
+/**
+ * Queues a chunk of a personalised broadcast: each recipient's text is rendered and its
+ * segments counted in SQL, so the audience never passes through the application. What
+ * they cost (price x segments) is summed in contact order and the chunk stops where it
+ * would pass `creditsLeft`, what was paid for and not yet queued: a text that grew since
+ * the send was paid for (a contact renamed meanwhile) leaves its recipient unqueued rather
+ * than the balance short. The link codes are drawn once per row (a materialized CTE: a
+ * random expression mentioned twice would be drawn twice).
+ */
+async function insertPersonalisedChunk(trx: Transaction<DB>, rows: ChunkRows, personalised: Personalisation, creditsLeft: number): Promise<{ inserted: number; priceSum: number }> {
+  const { messageId, accountId, pricing } = rows
+  const code = personalised.linkCode ?? sql<string | null>`cast(null as text)`
+  const { rows: inserted } = await sql<{ price: number; segments: number }>`
+    with picked as materialized (
+      select contacts.id, contacts.created_at, contacts.account_id, contacts.phone_number, contacts.first_name, contacts.last_name,
+        contacts.attributes, ${pricing.expression} as price, ${code} as link_code, ${dueExpression(rows)} as due_at, ${zoneExpression(rows)} as time_zone
+      from contacts
+      where contacts.account_id = ${accountId} and contacts.opted_out = 0 and ${rows.where}
+      order by contacts.created_at, contacts.id
+      limit ${rows.limit}
+    ),
+    rendered as materialized (
+      select contacts.*, ${personalised.content} as content from picked as contacts
+    ),
+    costed as (
+      select rendered.*, sms_segments(rendered.content) as segments from rendered
+    ),
+    running as (
+      select costed.*, sum(costed.price * costed.segments) over (order by costed.created_at, costed.id rows unbounded preceding) as spent from costed
+    )
+    insert into message_recipients (message_id, account_id, phone_number, status, due_at, lane, price, content, segments, link_code, time_zone)
+    select cast(${messageId} as text), account_id, phone_number, 'queued', due_at, ${sql.lit(LANE.broadcast)}, price, content, segments, link_code, time_zone
+    from running where spent <= ${creditsLeft}
+    returning price, segments`.execute(trx)
+  return { inserted: inserted.length, priceSum: inserted.reduce((sum, row) => sum + Number(row.price) * Number(row.segments), 0) }
 }

@@ -5,9 +5,14 @@ import { PageOf } from '../../../platform/http/pagination.js'
 import { AUTH } from '../../../platform/http/principal.js'
 import { sendCreatedId } from '../../../platform/http/replies.js'
 import { CreatedId, IdParams, locationHeader, problemResponses } from '../../../platform/http/schemas.js'
-import { Broadcast, BroadcastBody, ListBroadcastsQuery, SendBroadcastBody, SendBroadcastResult } from './schemas.js'
+import { Broadcast, BroadcastBody, Estimate, ListBroadcastsQuery, Preview, PreviewBody, SendBroadcastBody, SendBroadcastResult, TestSendBody } from './schemas.js'
 import { createBroadcast, deleteBroadcast, getBroadcast, listBroadcasts, replaceBroadcast, sendBroadcast } from './service.js'
+import { cancelBroadcast, pauseBroadcast, resumeBroadcast } from './control.js'
+import { estimateBroadcast, previewMessage, testSendBroadcast } from './preview.js'
 import type { MessagingDeps } from '../deps.js'
+import type { EventDemand } from '../../../platform/outbox/demand.js'
+import { SendSmsResult } from '../sms/schemas.js'
+import { senderOf } from '../sms/routes.js'
 
 const auth = AUTH.apiKeyOrSession('general')
 const NoContent = { 204: { type: 'null', description: 'Done' } }
@@ -16,7 +21,27 @@ const NO_BROADCAST = 'The broadcast does not exist, or belongs to another accoun
 /** A Playground key's sends go to the sandbox carrier and cost nothing. */
 const isSandboxed = (request: FastifyRequest) => request.principal.kind === 'apiKey' && request.principal.permission === 'Playground'
 
-export const broadcastRoutes: FastifyPluginAsyncTypebox<{ deps: MessagingDeps }> = async (app, { deps }) => {
+/** The three controls of a started broadcast: each moves it between states or answers 409. */
+const CONTROLS = [
+  { verb: 'pause', operationId: 'pauseBroadcast', summary: 'Pause a sending broadcast', from: 'sending', description: 'sending → paused: no more recipients are handed to a carrier, on every node within a second; parts already handed over finish. Recipients stay queued and their credits stay taken until it is resumed or cancelled.' },
+  { verb: 'resume', operationId: 'resumeBroadcast', summary: 'Resume a paused broadcast', from: 'paused', description: 'paused → sending: hand-off goes on where it stopped, at its pace and within its send window.' },
+  { verb: 'cancel', operationId: 'cancelBroadcast', summary: 'Cancel a broadcast', from: 'scheduled, sending or paused', description: 'scheduled, sending or paused → cancelled: recipients not yet handed to a carrier fail with error "cancelled" and their credits are refunded at once, exactly; parts already handed over finish.' },
+] as const
+
+export const broadcastRoutes: FastifyPluginAsyncTypebox<{ deps: MessagingDeps & { demand: EventDemand } }> = async (app, { deps }) => {
+  app.post('/v1/broadcasts/preview', {
+    schema: {
+      operationId: 'previewBroadcastMessage',
+      tags: ['broadcasts'],
+      summary: 'Preview a message for a contact',
+      description:
+        'Renders a message with its placeholders for a contact of the account (or for a sample contact, Alex Sample, when none is named): the text it receives, its encoding and its segments. With trackLinks, each URL is shown as a short link of the real length. A bad placeholder is a 422 naming its position.',
+      body: PreviewBody,
+      response: { 200: Preview, ...problemResponses({ 404: 'The contact does not exist, or belongs to another account' }) },
+    },
+    config: { auth },
+  }, (request) => previewMessage(deps, accountIdOf(request), request.body))
+
   app.post('/v1/broadcasts', {
     schema: {
       operationId: 'createBroadcast',
@@ -82,13 +107,13 @@ export const broadcastRoutes: FastifyPluginAsyncTypebox<{ deps: MessagingDeps }>
       tags: ['broadcasts'],
       summary: 'Send a draft broadcast',
       description:
-        'Starts a draft now, or schedules it for `scheduledAt` (at most a year ahead). The audience is evaluated when it starts: contacts added since the draft was made are included, opted-out ones are not. The start takes recipients × segments credits at once (none for a Playground key) and answers 202; the recipients are then queued in the background. The body is optional.',
+        'Starts a draft now, or schedules it for `scheduledAt` (at most a year ahead). The audience is evaluated when it starts: contacts added since the draft was made are included, opted-out ones are not. The start takes the credits at once, exactly: each recipient\'s text (personalised) in segments × its route\'s price, summed (none for a Playground key), and answers 202; the recipients are then queued in the background, at its pace and within its send window. The body is optional.',
       params: IdParams,
       body: SendBroadcastBody,
       response: {
         202: SendBroadcastResult,
         ...problemResponses({
-          402: 'Not enough credits for recipients × segments: the broadcast stays a draft and nothing is charged',
+          402: 'Not enough credits for every recipient\'s segments × price: the broadcast stays a draft and nothing is charged',
           404: NO_BROADCAST,
           409: 'The broadcast is not a draft (it was sent or scheduled already), or its contact list or segment no longer exists',
         }),
@@ -104,14 +129,67 @@ export const broadcastRoutes: FastifyPluginAsyncTypebox<{ deps: MessagingDeps }>
     return reply.code(202).send(result)
   })
 
+  app.get('/v1/broadcasts/:id/estimate', {
+    schema: {
+      operationId: 'estimateBroadcast',
+      tags: ['broadcasts'],
+      summary: 'Estimate what a broadcast would cost now',
+      description:
+        "The recipients a send now would reach and the credits it would take, exactly as the send counts them: each recipient's text (personalised, with tracked links at their real length) in segments, times its route's price, summed.",
+      params: IdParams,
+      response: { 200: Estimate, ...problemResponses({ 404: NO_BROADCAST, 409: 'Its contact list or segment no longer exists' }) },
+    },
+    config: { auth },
+  }, (request) => estimateBroadcast(deps, accountIdOf(request), request.params.id))
+
+  for (const control of CONTROLS) {
+    app.post(`/v1/broadcasts/:id/${control.verb}`, {
+      schema: {
+        operationId: control.operationId,
+        tags: ['broadcasts'],
+        summary: control.summary,
+        description: `${control.description} Takes no body.`,
+        params: IdParams,
+        response: { 200: Broadcast, ...problemResponses({ 404: NO_BROADCAST, 409: `The broadcast is not ${control.from}` }) },
+      },
+      config: { auth },
+    }, (request) => {
+      const { id } = request.params
+      const accountId = accountIdOf(request)
+      if (control.verb === 'pause') return pauseBroadcast(deps, accountId, id)
+      if (control.verb === 'resume') return resumeBroadcast(deps, accountId, id)
+      return cancelBroadcast(deps, accountId, id)
+    })
+  }
+
+  app.post('/v1/broadcasts/:id/test', {
+    schema: {
+      operationId: 'testSendBroadcast',
+      tags: ['broadcasts'],
+      summary: 'Send a test of a broadcast',
+      description:
+        'Renders the message for a contact (the one named, else the first of the audience, else the sample contact) and sends it to 1 to 5 numbers as an ordinary SMS, charged as POST /v1/sms/send is; tracked links go out as their original URLs. The broadcast stays as it is.',
+      params: IdParams,
+      body: TestSendBody,
+      response: {
+        201: { ...SendSmsResult, headers: locationHeader('/v1/sms/{id}') },
+        ...problemResponses({ 402: 'Not enough credits: nothing was sent', 404: 'The broadcast or the contact does not exist, or belongs to another account' }),
+      },
+    },
+    config: { auth },
+  }, async (request, reply) => {
+    const outcome = await testSendBroadcast(deps, senderOf(request), request.params.id, request.body)
+    return reply.code(201).header('location', `/v1/sms/${outcome.body.messageId}`).send(outcome.body)
+  })
+
   app.delete('/v1/broadcasts/:id', {
     schema: {
       operationId: 'deleteBroadcast',
       tags: ['broadcasts'],
       summary: 'Delete a broadcast',
-      description: 'Deletes a broadcast that is not sending: a draft, a scheduled one (which then never starts) or a completed one.',
+      description: 'Deletes a broadcast that is not sending or paused: a draft, a scheduled one (which then never starts), a completed or a cancelled one.',
       params: IdParams,
-      response: { ...NoContent, ...problemResponses({ 404: NO_BROADCAST, 409: 'The broadcast is sending' }) },
+      response: { ...NoContent, ...problemResponses({ 404: NO_BROADCAST, 409: 'The broadcast is sending or paused' }) },
     },
     config: { auth },
   }, async (request, reply) => {

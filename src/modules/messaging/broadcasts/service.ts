@@ -9,17 +9,33 @@ import { campaignEvent } from './events.js'
 import * as queries from './queries.js'
 import type { Broadcast, BroadcastBody, SendBroadcastBody, SendBroadcastResult } from './schemas.js'
 import { compileTarget, startBroadcast, tallyTarget } from './start.js'
+import { isTimeZone, parseWindow } from './send-window.js'
+import { parseTemplate } from './template.js'
 import { price, senderIdError } from '../content.js'
 import type { MessagingDeps } from '../deps.js'
 
 interface CheckedBody {
   name: string
   target: { contactListId: string } | { segmentId: string }
+  campaign: { track_links: number; max_per_minute: number | null; send_window: string | null }
 }
 
 /** Every field problem at once; the audience is checked afterwards (404 for a missing or foreign one). */
-function checkBody(input: BroadcastBody): CheckedBody {
+function checkBody(deps: Pick<MessagingDeps, 'publicUrl'>, input: BroadcastBody): CheckedBody {
   const errors: FieldError[] = []
+  const trackLinks = input.trackLinks === true
+  try {
+    parseTemplate(input.message, { trackLinks })
+  } catch (err) {
+    if (!(err instanceof ValidationFailed)) throw err
+    errors.push(...(err.errors ?? []))
+  }
+  if (trackLinks && deps.publicUrl === undefined) errors.push({ field: 'trackLinks', message: 'tracked links need PUBLIC_URL, the address recipients reach this server at' })
+  const window = input.sendWindow ?? null
+  if (window !== null) {
+    if (!isTimeZone(window.timeZone)) errors.push({ field: 'sendWindow.timeZone', message: `'${window.timeZone}' is not an IANA time zone` })
+    if (window.start === window.end) errors.push({ field: 'sendWindow.end', message: 'must differ from start' })
+  }
   const name = input.name.trim()
   // The schema's minLength sees the untrimmed text; a name of spaces alone is no name.
   if (name === '') errors.push({ field: 'name', message: 'must not be blank' })
@@ -31,10 +47,15 @@ function checkBody(input: BroadcastBody): CheckedBody {
     errors.push({ field: contactListId === undefined ? 'contactListId' : 'segmentId', message: 'give exactly one of contactListId or segmentId' })
   }
   if (errors.length > 0) throw new ValidationFailed(errors)
-  return { name, target: contactListId !== undefined ? { contactListId } : { segmentId: segmentId! } }
+  const campaign = {
+    track_links: trackLinks ? 1 : 0,
+    max_per_minute: input.maxPerMinute ?? null,
+    send_window: window === null ? null : JSON.stringify({ start: window.start, end: window.end, timeZone: window.timeZone }),
+  }
+  return { name, target: contactListId !== undefined ? { contactListId } : { segmentId: segmentId! }, campaign }
 }
 
-function toBroadcast(row: queries.BroadcastRow): Broadcast {
+function toBroadcast(row: queries.BroadcastRow, waitingForWindow = 0): Broadcast {
   const { encoding, segments } = price(row.message)
   return {
     id: row.id,
@@ -60,11 +81,29 @@ function toBroadcast(row: queries.BroadcastRow): Broadcast {
     sentAt: row.sent_at,
     completedAt: row.completed_at,
     failure: row.failure,
+    trackLinks: Number(row.track_links) === 1,
+    maxPerMinute: row.max_per_minute === null ? null : Number(row.max_per_minute),
+    sendWindow: parseWindow(row.send_window),
+    waitingForWindow,
+    clicks: Number(row.clicks),
+    uniqueClicks: Number(row.unique_clicks),
+    pausedAt: row.paused_at,
+    cancelledAt: row.cancelled_at,
   }
 }
 
+/** The recipients of a windowed broadcast waiting for their window; counted off the request path's connection. */
+async function waitingOf(deps: MessagingDeps, row: queries.BroadcastRow): Promise<number> {
+  if (row.send_window === null || row.message_id === null || (row.status !== 'sending' && row.status !== 'paused')) return 0
+  return queries.countWaitingForWindow(deps, row.message_id, deps.clock.now().toISOString())
+}
+
+async function withWaiting(deps: MessagingDeps, row: queries.BroadcastRow): Promise<Broadcast> {
+  return toBroadcast(row, await waitingOf(deps, row))
+}
+
 /** Why a state change found nothing to change: the broadcast is absent or foreign (404), or in another state (409). */
-async function missOrConflict(trx: Transaction<DB>, accountId: string, broadcastId: string, allowed: string): Promise<never> {
+export async function missOrConflict(trx: Transaction<DB>, accountId: string, broadcastId: string, allowed: string): Promise<never> {
   const row = await queries.findBroadcast(trx, accountId, broadcastId)
   if (!row) throw new NotFound('broadcast', broadcastId)
   throw new Conflict(`The broadcast is ${row.status}; ${allowed}`)
@@ -72,7 +111,7 @@ async function missOrConflict(trx: Transaction<DB>, accountId: string, broadcast
 
 /** `sandbox`: the caller holds a Playground key; recorded for display, decided again at send. */
 export async function createBroadcast(deps: MessagingDeps, accountId: string, input: BroadcastBody, sandbox: boolean): Promise<string> {
-  const { name, target } = checkBody(input)
+  const { name, target, campaign } = checkBody(deps, input)
   await compileAudience(deps.db, deps.dialect, accountId, target)
   const id = newId()
   const at = deps.clock.now()
@@ -87,6 +126,7 @@ export async function createBroadcast(deps: MessagingDeps, accountId: string, in
       segment_id: 'segmentId' in target ? target.segmentId : null,
       status: 'draft',
       sandbox: sandbox ? 1 : 0,
+      ...campaign,
       created_at: at.toISOString(),
       updated_at: at.toISOString(),
     })
@@ -100,18 +140,18 @@ export async function listBroadcasts(deps: MessagingDeps, accountId: string, que
     queries.countBroadcasts(deps.db, accountId),
     queries.listBroadcasts(deps.db, accountId, query.pageSize, offsetOf(query)),
   ])
-  return toPage(rows.map(toBroadcast), totalCount, query)
+  return toPage(await Promise.all(rows.map((row) => withWaiting(deps, row))), totalCount, query)
 }
 
 export async function getBroadcast(deps: MessagingDeps, accountId: string, broadcastId: string): Promise<Broadcast> {
   const row = await queries.findBroadcast(deps.db, accountId, broadcastId)
   if (!row) throw new NotFound('broadcast', broadcastId)
-  return toBroadcast(row)
+  return withWaiting(deps, row)
 }
 
 /** PUT: replaces name, message, sender and audience of a draft; 409 once it is scheduled or sent. */
 export async function replaceBroadcast(deps: MessagingDeps, accountId: string, broadcastId: string, input: BroadcastBody): Promise<Broadcast> {
-  const { name, target } = checkBody(input)
+  const { name, target, campaign } = checkBody(deps, input)
   await compileAudience(deps.db, deps.dialect, accountId, target)
   const at = deps.clock.now()
   await deps.db.transaction().execute(async (trx) => {
@@ -121,6 +161,7 @@ export async function replaceBroadcast(deps: MessagingDeps, accountId: string, b
       sender_id: input.senderId,
       contact_list_id: 'contactListId' in target ? target.contactListId : null,
       segment_id: 'segmentId' in target ? target.segmentId : null,
+      ...campaign,
       updated_at: at.toISOString(),
     })
     if (!replaced) await missOrConflict(trx, accountId, broadcastId, 'only a draft can be changed')
@@ -130,15 +171,15 @@ export async function replaceBroadcast(deps: MessagingDeps, accountId: string, b
 }
 
 /**
- * Deletes a draft, scheduled or completed broadcast. One that is sending is refused
- * (409): its recipients are being handed to the carrier and its credits were taken.
+ * Deletes a draft, scheduled, completed or cancelled broadcast. One that is sending or
+ * paused is refused (409): its recipients are queued and its credits were taken.
  * A sent broadcast's message and recipients stay, as any sent SMS does.
  */
 export async function deleteBroadcast(deps: MessagingDeps, accountId: string, broadcastId: string): Promise<void> {
   const at = deps.clock.now()
   await deps.db.transaction().execute(async (trx) => {
     const deleted = await queries.deleteUnlessSending(trx, accountId, broadcastId)
-    if (!deleted) return missOrConflict(trx, accountId, broadcastId, 'wait until it has completed')
+    if (!deleted) return missOrConflict(trx, accountId, broadcastId, 'cancel it, or wait until it has completed')
     await emit(trx, campaignEvent('CampaignDeleted', accountId, deleted, at))
   })
 }

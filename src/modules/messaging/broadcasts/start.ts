@@ -1,4 +1,4 @@
-import type { Selectable, Transaction } from 'kysely'
+import { sql, type RawBuilder, type Selectable, type Transaction } from 'kysely'
 import type { Dialect } from '../../../platform/db/dialect.js'
 import { Leases } from '../../../platform/lease.js'
 import type { BroadcastsTable, DB } from '../../../platform/db/schema.js'
@@ -8,17 +8,35 @@ import { Conflict, NotFound } from '../../../platform/problems.js'
 import { compileAudience, tallyRecipients } from '../../audience/index.js'
 import { priceExpression, type PriceList } from '../routing/pricing.js'
 import { campaignEvent } from './events.js'
+import { LINK_CODE_LENGTH, parseTemplate, type Template } from './template.js'
+import { renderSql } from './template-sql.js'
 import * as queries from './queries.js'
 import { price } from '../content.js'
 import { debit } from '../../accounts/index.js'
 import type { MessagingDeps } from '../deps.js'
 
-/** Whom a broadcast reaches now and what they cost per segment, at the account's prices now. */
+/** Whom a broadcast reaches now and what they cost, at the account's prices now. */
 export interface TargetTally {
   count: number
-  /** The recipients' prices per segment, summed. */
+  /** The recipients' prices per segment, summed; for a personalised message, each price x its text's segments. */
   priceTotal: number
   prices: PriceList
+  template: Template
+}
+
+/** The broadcast's message as a template: parsed again when needed, it was checked when written. */
+export function templateOf(broadcast: { message: string; track_links: number }): Template {
+  return parseTemplate(broadcast.message, { trackLinks: Number(broadcast.track_links) === 1 })
+}
+
+/** Where a tracked link points: PUBLIC_URL/l/, then the recipient's code and the link's index. */
+export function linkPrefix(publicUrl: string | undefined): string {
+  return `${(publicUrl ?? '').replace(/\/+$/, '')}/l/`
+}
+
+/** Each recipient's text rendered in SQL and its segments counted there; a code of the real length stands in for the link codes. */
+export function segmentsExpression(template: Template, store: 'sqlite' | 'postgres', publicUrl: string | undefined, linkCode: RawBuilder<string> = sql<string>`${sql.lit('0'.repeat(LINK_CODE_LENGTH))}`): RawBuilder<number> {
+  return sql<number>`sms_segments(${renderSql(template, store, linkPrefix(publicUrl), template.links.length > 0 ? linkCode : undefined)})`
 }
 
 export interface StartedBroadcast {
@@ -32,13 +50,17 @@ export interface StartedBroadcast {
  * reader thread) before the start's transaction, so the count never holds the writer.
  */
 export async function tallyTarget(
-  deps: Pick<MessagingDeps, 'db' | 'dialect' | 'readLong' | 'priceListOf'>,
-  broadcast: Pick<BroadcastsTable, 'account_id' | 'contact_list_id' | 'segment_id'>,
+  deps: Pick<MessagingDeps, 'db' | 'dialect' | 'readLong' | 'priceListOf' | 'publicUrl'>,
+  broadcast: Pick<BroadcastsTable, 'account_id' | 'contact_list_id' | 'segment_id' | 'message'> & { track_links: number },
 ): Promise<TargetTally> {
   const audience = await deps.db.transaction().execute((trx) => compileTarget(trx, deps.dialect, broadcast))
   const prices = deps.priceListOf(broadcast.account_id)
-  const { count, total } = await tallyRecipients(deps, broadcast.account_id, audience, priceExpression(prices))
-  return { count, priceTotal: total, prices }
+  const template = templateOf(broadcast)
+  const perRecipient = template.personalised
+    ? sql<number>`${priceExpression(prices)} * ${segmentsExpression(template, deps.dialect.name, deps.publicUrl)}`
+    : priceExpression(prices)
+  const { count, total } = await tallyRecipients(deps, broadcast.account_id, audience, perRecipient)
+  return { count, priceTotal: total, prices, template }
 }
 
 /**
@@ -59,7 +81,9 @@ export async function startBroadcast(
   const { encoding, segments } = price(broadcast.message)
   const sandbox = Number(broadcast.sandbox) === 1
   const audienceCount = target.count
-  const creditsUsed = sandbox ? 0 : target.priceTotal * segments
+  const personalised = target.template.personalised
+  // A personalised message's tally already counted each recipient's own segments.
+  const creditsUsed = sandbox ? 0 : personalised ? target.priceTotal : target.priceTotal * segments
   const messageId = newId()
   await queries.insertMessage(trx, {
     id: messageId,
@@ -93,6 +117,8 @@ export async function startBroadcast(
     // The walk starts before the first contact; null: nothing to walk.
     queue_after_created_at: status === 'sending' ? '' : null,
     queue_after_id: status === 'sending' ? '' : null,
+    personalised: personalised ? 1 : 0,
+    links: target.template.links.length > 0 ? JSON.stringify(target.template.links) : null,
     ...(status === 'sending' ? claim : Leases.released()),
   })
   await emit(trx, campaignEvent('CampaignUpdated', broadcast.account_id, { id: broadcast.id, name: broadcast.name, status }, at))

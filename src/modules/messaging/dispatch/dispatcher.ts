@@ -5,7 +5,11 @@ import type { Leases } from '../../../platform/lease.js'
 import type { EventDemand } from '../../../platform/outbox/demand.js'
 import type { Carrier, OutgoingPart, SubmitResult } from '../carriers/carrier.js'
 import type { MessagingDeps } from '../deps.js'
-import { broadcastsWaiting, claimBroadcast, claimPriority, priorityDue, type QueuedRecipientRow } from './queue.js'
+import { broadcastsWaitingSince, claimBroadcast, claimPriority, priorityDue, type QueuedRecipientRow } from './queue.js'
+import { BroadcastControls, takePace } from './controls.js'
+import { CANCELLED, failCancelled } from '../broadcasts/control.js'
+import { nextOpening } from '../broadcasts/send-window.js'
+import { splitSms } from '../encoding.js'
 import { HandoffJournal, recordedParts, type RecordedPart } from './handoff-journal.js'
 import { partId, recordHandoffs, type AcceptedByCarrier, type ClaimedRecipient, type Handoff, type MessageInfo } from './handoffs.js'
 import { OPT_OUT_REPLY } from '../inbound/service.js'
@@ -92,8 +96,12 @@ export class Dispatcher {
   /** The last claim found nothing: the next looks with reads first. */
   private idleBefore = false
   /** The broadcasts with recipients waiting, as last looked up, and when. */
-  private broadcastsKnown: string[] = []
+  private broadcastsKnown: { messageId: string; firstDueAt: string }[] = []
   private broadcastsKnownAt = -Infinity
+  /** Pause, resume, cancel, pace and window of the broadcasts being handed over. */
+  private readonly controls: BroadcastControls
+  /** Cancelled broadcasts' messages whose queued recipients are being failed here. */
+  private readonly sweeping = new Set<string>()
 
   constructor(
     private readonly deps: MessagingDeps & { demand: EventDemand },
@@ -109,6 +117,13 @@ export class Dispatcher {
     this.reclaimer = new QueueReclaimer(reclaimStatement, deps.db, logger)
     this.journal = new HandoffJournal(deps.db)
     this.messages = new MessageInfoCache(deps.db)
+    this.controls = new BroadcastControls(deps.db)
+  }
+
+  /** A broadcast was paused, resumed or cancelled on this node: obeyed from the next look, not within the half second. */
+  broadcastControlled(_broadcastId: string): void {
+    this.controls.invalidate()
+    this.broadcastsKnownAt = -Infinity
   }
 
   manageLeasedWork(): void {
@@ -204,16 +219,22 @@ export class Dispatcher {
     const now = clock.now().toISOString()
     // Idle, it looks with reads first: a claim is a write, and on SQLite a write, even one
     // that changes nothing, takes the store's one write lock from the requests.
-    if (this.idleBefore && !(await priorityDue(db, now)) && (await this.broadcastsWaiting()).length === 0) return [[], []]
+    if (this.idleBefore && !(await priorityDue(db, now)) && (await this.broadcastsDue(now)).length === 0) return [[], []]
     const claim = this.leases.claim()
     const batchSize = this.options.batchSize
     const priority = await claimPriority(db, dialect, claim, now, batchSize)
     const broadcast: QueuedRecipientRow[] = []
     const room = batchSize - priority.length
-    const broadcasts = room > 0 ? rotate(await this.broadcastsWaiting(), this.broadcastTurn++) : []
+    const broadcasts = room > 0 ? rotate(await this.broadcastsDue(now), this.broadcastTurn++) : []
+    const controls = await this.controls.of(broadcasts)
     for (let i = 0; i < broadcasts.length && broadcast.length < room; i++) {
-      const share = Math.ceil((room - broadcast.length) / (broadcasts.length - i))
+      let share = Math.ceil((room - broadcast.length) / (broadcasts.length - i))
+      const control = controls.get(broadcasts[i]!)
+      const pace = control?.maxPerMinute ? await takePace(db, control.broadcastId, control.maxPerMinute, share, clock.now()) : undefined
+      if (pace) share = pace.taken
+      if (share === 0) continue
       const taken = await claimBroadcast(db, dialect, claim, now, broadcasts[i]!, share)
+      await pace?.giveBack(share - taken.length)
       // Fewer than asked: that broadcast's queue may be empty; look again next time.
       if (taken.length < share) this.broadcastsKnownAt = -Infinity
       broadcast.push(...taken)
@@ -221,8 +242,44 @@ export class Dispatcher {
     return [this.held(priority), this.held(broadcast)]
   }
 
+  /**
+   * The messages of broadcasts that are sending with recipients due now. A cancelled one
+   * found with recipients still queued (put back by a batch in flight at the cancel, or
+   * left by a crash) has them failed and refunded here.
+   */
+  private async broadcastsDue(now: string): Promise<string[]> {
+    const due = (await this.broadcastsWaiting()).filter((b) => b.firstDueAt <= now).map((b) => b.messageId)
+    if (due.length === 0) return due
+    const controls = await this.controls.of(due)
+    for (const messageId of due) if (controls.get(messageId)?.status === 'cancelled') this.sweepCancelled(messageId)
+    return due.filter((messageId) => {
+      const status = controls.get(messageId)?.status
+      return status === undefined || status === 'sending'
+    })
+  }
+
+  private sweepCancelled(messageId: string): void {
+    if (this.sweeping.has(messageId)) return
+    this.sweeping.add(messageId)
+    failCancelled(this.deps, messageId)
+      .catch((err: unknown) => this.logger.error({ err, messageId }, "failing a cancelled broadcast's recipients failed; tried again at the next look"))
+      .finally(() => {
+        this.sweeping.delete(messageId)
+        this.broadcastsKnownAt = -Infinity
+      })
+  }
+
   private held(rows: readonly QueuedRecipientRow[]): ClaimedRecipient[] {
-    const claimed = rows.map((r) => ({ id: Number(r.id), messageId: r.message_id, accountId: r.account_id, phoneNumber: r.phone_number, price: Number(r.price) }))
+    const claimed = rows.map((r) => ({
+      id: Number(r.id),
+      messageId: r.message_id,
+      accountId: r.account_id,
+      phoneNumber: r.phone_number,
+      price: Number(r.price),
+      content: r.content,
+      segments: r.segments === null ? null : Number(r.segments),
+      timeZone: r.time_zone,
+    }))
     for (const r of claimed) this.leases.hold('message_recipients', r.id)
     return claimed.sort((a, b) => a.id - b.id)
   }
@@ -234,9 +291,9 @@ export class Dispatcher {
    * each claim already does for its own broadcast. Another node's new broadcast is seen
    * within the second.
    */
-  private async broadcastsWaiting(): Promise<string[]> {
+  private async broadcastsWaiting(): Promise<{ messageId: string; firstDueAt: string }[]> {
     if (performance.now() - this.broadcastsKnownAt > BROADCASTS_LOOKED_UP_EVERY_MS) {
-      this.broadcastsKnown = await broadcastsWaiting(this.deps.db)
+      this.broadcastsKnown = await broadcastsWaitingSince(this.deps.db)
       this.broadcastsKnownAt = performance.now()
     }
     return this.broadcastsKnown
@@ -315,10 +372,16 @@ export class Dispatcher {
    */
   private async handOver(recipient: ClaimedRecipient, message: MessageInfo, recorded: Map<number, RecordedPart> | undefined): Promise<Handoff> {
     const route = message.sandbox ? [this.carriers.sandbox] : this.carriers.routing.choose(recipient.accountId, recipient.phoneNumber).carriers
+    // A recipient with parts handed over before a crash gets the rest, whatever its broadcast's state now.
+    if (message.kind === 'broadcast' && (recorded === undefined || recorded.size === 0)) {
+      const held = await this.heldBack(recipient, message, route[0] ?? this.carriers.sandbox)
+      if (held) return held
+    }
+    const { parts, encoding } = recipient.content === null ? message : splitSms(recipient.content)
     // One reference per recipient's copy, so a handset never mixes parts of two messages.
     const reference = recipient.id & 0xff
     const outcomes = await Promise.all(
-      message.parts.map((text, i): Promise<PartOutcome> => {
+      parts.map((text, i): Promise<PartOutcome> => {
         const sequence = i + 1
         const earlier = recorded?.get(sequence)
         if (earlier !== undefined) {
@@ -330,8 +393,8 @@ export class Dispatcher {
           from: message.senderId,
           to: recipient.phoneNumber,
           text,
-          encoding: message.encoding,
-          ...(message.parts.length > 1 ? { concat: { reference, total: message.parts.length, sequence } } : {}),
+          encoding,
+          ...(parts.length > 1 ? { concat: { reference, total: parts.length, sequence } } : {}),
         }
         return this.handPart(recipient, message, route, part, sequence)
       }),
@@ -352,6 +415,23 @@ export class Dispatcher {
     }
     if ('deferred' in untaken) return { ...handoff, error: why, retryAt: new Date(now.getTime() + DEFERRED_RETRY_MS), deferred: true }
     return { ...handoff, error: why, retryAt: new Date(now.getTime() + this.options.retryAfterMs) }
+  }
+
+  /**
+   * A broadcast recipient not to be handed over now: its broadcast was cancelled (failed,
+   * refunded), is paused (back to the queue; the claims skip it until resumed), or its send
+   * window is closed in its time zone (back to the queue, due at the next opening).
+   */
+  private async heldBack(recipient: ClaimedRecipient, message: MessageInfo, carrier: Carrier): Promise<Handoff | undefined> {
+    const control = (await this.controls.of([message.id])).get(message.id)
+    if (control === undefined) return undefined
+    const handoff = { recipient, message, carrier, carrierName: this.nameOf(carrier), accepted: [] }
+    if (control.status === 'cancelled') return { ...handoff, error: CANCELLED, refund: true }
+    const now = this.deps.clock.now()
+    if (control.status !== 'sending') return { ...handoff, error: control.status, retryAt: now }
+    const opening = control.window === null ? undefined : nextOpening(control.window, now, recipient.timeZone)
+    if (opening !== undefined) return { ...handoff, error: 'waiting for its send window', retryAt: opening }
+    return undefined
   }
 
   private async handPart(recipient: ClaimedRecipient, message: MessageInfo, route: readonly Carrier[], part: OutgoingPart, sequence: number): Promise<PartOutcome> {
@@ -418,7 +498,7 @@ export class Dispatcher {
       const counts = byCarrier.get(h.carrier.name) ?? { accepted: 0, refused: 0 }
       counts.accepted += h.accepted.length
       // A recipient going back to the queue was not refused: it is tried again.
-      if (h.retryAt === undefined) counts.refused += h.message.parts.length - h.accepted.length
+      if (h.retryAt === undefined) counts.refused += (h.recipient.segments ?? h.message.parts.length) - h.accepted.length
       byCarrier.set(h.carrier.name, counts)
     }
     for (const [carrier, { accepted, refused }] of byCarrier) this.deps.metrics.partsSubmitted(carrier, accepted, refused)

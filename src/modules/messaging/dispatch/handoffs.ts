@@ -18,6 +18,12 @@ export interface ClaimedRecipient {
   phoneNumber: string
   /** Credits per segment it was charged. */
   price: number
+  /** Its own text (a personalised broadcast), or null: the message's. */
+  content: string | null
+  /** The parts of its own text; null: the message's. */
+  segments: number | null
+  /** Its time zone for a send window; null: the window's. */
+  timeZone: string | null
 }
 
 export interface MessageInfo {
@@ -144,7 +150,7 @@ export async function recordHandoffs(
       progress.count(f.message.id, f.message.broadcastId, { failed: 1 })
       await progress.event(smsFailed({ messageId: f.message.id, accountId: f.recipient.accountId, phoneNumber: f.recipient.phoneNumber }, now, f.error), f.message.kind === 'broadcast')
       if (f.refund && !f.message.sandbox && f.message.kind !== 'reply') {
-        const credits = f.message.segments * f.recipient.price
+        const credits = (f.recipient.segments ?? f.message.segments) * f.recipient.price
         await refund(trx, f.recipient.accountId, credits, now)
         await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${credits}` }).where('id', '=', f.message.id).execute()
       }

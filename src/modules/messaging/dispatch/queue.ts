@@ -6,9 +6,10 @@ import type { DB } from '../../../platform/db/schema.js'
  * The dispatch queue's two lanes (message_recipients.lane), each with a partial index
  * of its own over the recipients waiting in it (status queued, no lease):
  * - PRIORITY: single sends and replies, taken first, in due order (index on due_at, id);
- * - BROADCAST: broadcast recipients, taken by broadcast (index on message_id, id), an
- *   equal share of what is left of a claim to each broadcast that has recipients
- *   waiting, so broadcasts started one after the other go out side by side.
+ * - BROADCAST: broadcast recipients, taken by broadcast in due order (index on message_id,
+ *   due_at, id: recipients waiting for their send window sit at the end of their
+ *   broadcast's range), an equal share of what is left of a claim to each broadcast that
+ *   has recipients due, so broadcasts started one after the other go out side by side.
  */
 export const LANE = { priority: 0, broadcast: 1 } as const
 export type Lane = (typeof LANE)[keyof typeof LANE]
@@ -19,6 +20,9 @@ export interface QueuedRecipientRow {
   account_id: string
   phone_number: string
   price: number
+  content: string | null
+  segments: number | null
+  time_zone: string | null
 }
 
 interface Claim {
@@ -40,20 +44,21 @@ export async function claimPriority(db: Kysely<DB>, dialect: Dialect, claim: Cla
     order by due_at, id limit ${limit} ${dialect.forUpdateSkipLocked()}`)
 }
 
-/** Claims up to `limit` due recipients of one broadcast's message, in queue order. */
+/** Claims up to `limit` due recipients of one broadcast's message, in due order. */
 export async function claimBroadcast(db: Kysely<DB>, dialect: Dialect, claim: Claim, now: string, messageId: string, limit: number): Promise<QueuedRecipientRow[]> {
   return claimWhere(db, claim, sql`
     select id from message_recipients
     where ${WAITING} and lane = ${BROADCAST} and message_id = ${messageId} and due_at <= ${now}
-    order by id limit ${limit} ${dialect.forUpdateSkipLocked()}`)
+    order by due_at, id limit ${limit} ${dialect.forUpdateSkipLocked()}`)
 }
 
 /**
- * The messages with broadcast recipients waiting: a skip scan of the broadcast lane's
- * index, one seek per message (a DISTINCT would walk every waiting recipient).
+ * The messages with broadcast recipients waiting, each with its earliest due time: a skip
+ * scan of the broadcast lane's index, one seek per message (a DISTINCT would walk every
+ * waiting recipient), and one more for the first due.
  */
-export async function broadcastsWaiting(db: Kysely<DB>): Promise<string[]> {
-  const { rows } = await sql<{ message_id: string }>`
+export async function broadcastsWaitingSince(db: Kysely<DB>): Promise<{ messageId: string; firstDueAt: string }[]> {
+  const { rows } = await sql<{ message_id: string; first_due_at: string }>`
     with recursive waiting(message_id) as (
       select min(message_id) from message_recipients where ${WAITING} and lane = ${BROADCAST}
       union all
@@ -61,8 +66,15 @@ export async function broadcastsWaiting(db: Kysely<DB>): Promise<string[]> {
               where r.status = 'queued' and r.lease_owner is null and r.lane = ${BROADCAST} and r.message_id > waiting.message_id)
       from waiting where waiting.message_id is not null
     )
-    select message_id from waiting where message_id is not null`.execute(db)
-  return rows.map((r) => r.message_id)
+    select message_id, (select min(r.due_at) from message_recipients r
+                        where r.status = 'queued' and r.lease_owner is null and r.lane = ${BROADCAST} and r.message_id = waiting.message_id) as first_due_at
+    from waiting where message_id is not null`.execute(db)
+  return rows.filter((r) => r.first_due_at !== null).map((r) => ({ messageId: r.message_id, firstDueAt: r.first_due_at }))
+}
+
+/** The messages with broadcast recipients waiting. */
+export async function broadcastsWaiting(db: Kysely<DB>): Promise<string[]> {
+  return (await broadcastsWaitingSince(db)).map((r) => r.messageId)
 }
 
 /** The recipients due and waiting in one lane, stopped at `cap` (the queue gauges); for SQLite's reader thread or the pool. */
@@ -86,6 +98,6 @@ async function claimWhere(db: Kysely<DB>, claim: Claim, candidates: RawBuilder<u
   const { rows } = await sql<QueuedRecipientRow>`
     update message_recipients set lease_owner = ${claim.lease_owner}, lease_expires_at = ${claim.lease_expires_at}
     where id in (${candidates})
-    returning id, message_id, account_id, phone_number, price`.execute(db)
+    returning id, message_id, account_id, phone_number, price, content, segments, time_zone`.execute(db)
   return rows
 }

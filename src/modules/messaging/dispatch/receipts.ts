@@ -222,7 +222,7 @@ async function partsNamed(trx: Transaction<DB>, dialect: Dialect, carrier: strin
     .selectFrom('carrier_parts as p')
     .innerJoin('message_recipients as r', 'r.id', 'p.recipient_id')
     .innerJoin('messages as m', 'm.id', 'r.message_id')
-    .select(['p.sequence', 'p.carrier_message_id', 'p.status as part_status', 'r.id as recipient_id', 'r.status', 'r.receipt_timed_out_at', 'r.message_id', 'r.account_id', 'r.phone_number', 'm.kind', 'm.broadcast_id', 'm.segments'])
+    .select(['p.sequence', 'p.carrier_message_id', 'p.status as part_status', 'r.id as recipient_id', 'r.status', 'r.receipt_timed_out_at', 'r.message_id', 'r.account_id', 'r.phone_number', 'm.kind', 'm.broadcast_id', sql<number>`coalesce(r.segments, m.segments)`.as('segments')])
     .where('p.carrier', '=', carrier)
     .where('p.connection', 'in', [connection, '*'])
     .orderBy('p.recipient_id', 'desc')

@@ -41,7 +41,7 @@ export function findMessage(db: Handle, accountId: string, messageId: string) {
 export function listRecipients(db: Handle, messageId: string, limit: number) {
   return db
     .selectFrom('message_recipients')
-    .select(['phone_number', 'status', 'carrier_message_id', 'carrier', 'sent_at', 'delivered_at', 'failed_at', 'error', 'receipt_timed_out_at'])
+    .select(['phone_number', 'status', 'carrier_message_id', 'carrier', 'sent_at', 'delivered_at', 'failed_at', 'error', 'receipt_timed_out_at', 'clicked_at'])
     .where('message_id', '=', messageId)
     .orderBy('id')
     .limit(limit)

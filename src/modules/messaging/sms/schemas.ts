@@ -63,6 +63,9 @@ export const SmsRecipient = Type.Object({
   receiptTimedOutAt: Type.Union([Timestamp, Type.Null()], {
     description: 'Set when no receipt came within RECEIPT_TIMEOUT_HOURS (72 by default) of sentAt: the recipient stays sent and counts as settled',
   }),
+  clickedAt: Type.Union([Timestamp, Type.Null()], {
+    description: 'When the recipient first followed a tracked link of its broadcast (GET /l/{code}); null until then, and always for a message without tracked links',
+  }),
 })
 
 const MessageFields = {

@@ -168,6 +168,7 @@ export async function getMessage(deps: MessagingDeps, accountId: string, message
       failedAt: r.failed_at,
       error: r.error,
       receiptTimedOutAt: r.receipt_timed_out_at,
+      clickedAt: r.clicked_at,
     })),
   }
 }

@@ -11,6 +11,8 @@ import * as webhookJobs from './2026-11-24-0009-webhook-jobs.js'
 import * as carrierParts from './2026-11-26-0010-carrier-parts.js'
 import * as dispatchLanes from './2026-11-26-0011-dispatch-lanes.js'
 import * as carrierRouting from './2026-11-27-0012-carrier-routing.js'
+import * as campaigns from './2026-11-27-0013-campaigns.js'
+import * as smsSegments from './2026-11-27-0014-sms-segments.js'
 
 export type MigrationDialect = 'sqlite' | 'postgres'
 
@@ -33,6 +35,8 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '2026-11-26-0010-carrier-parts': carrierParts,
   '2026-11-26-0011-dispatch-lanes': dispatchLanes,
   '2026-11-27-0012-carrier-routing': carrierRouting,
+  '2026-11-27-0013-campaigns': campaigns,
+  '2026-11-27-0014-sms-segments': smsSegments,
 }
 
 /** Brings the store to the newest schema; safe to run on every start and on many nodes at once. */

@@ -4,25 +4,15 @@ import { ConfirmDialog } from '../../components/confirm-dialog'
 import { actionsColumn, DataTable, type Column, type TablePager } from '../../components/data-table'
 import { ProblemAlert } from '../../components/problem-alert'
 import { formatTime, plural } from '../../format'
+import { broadcastPath } from '../../paths'
+import { Link } from '../../router'
 import { useApi } from '../../session'
 import { useConfirmation } from '../../use-confirmation'
+import { StatusBadge } from './broadcast-status'
 
 interface BroadcastAction {
   broadcast: Broadcast
   action: 'send' | 'delete'
-}
-
-function statusBadge(broadcast: Broadcast) {
-  switch (broadcast.status) {
-    case 'draft':
-      return <span className="badge badge-mixed">Draft</span>
-    case 'scheduled':
-      return <span className="badge badge-busy">Scheduled</span>
-    case 'sending':
-      return <span className="badge badge-busy">Sending</span>
-    case 'completed':
-      return <span className={`badge ${broadcast.failed > 0 && broadcast.delivered === 0 && broadcast.recipients > 0 ? 'badge-bad' : 'badge-ok'}`}>Completed</span>
-  }
 }
 
 function progressCell(broadcast: Broadcast) {
@@ -58,13 +48,13 @@ export function BroadcastTable({ broadcasts, pager, audienceName, onChanged }: T
   const target = acting.target
 
   const columns: Column<Broadcast>[] = [
-    { header: 'Name', cell: (broadcast) => broadcast.name },
+    { header: 'Name', cell: (broadcast) => <Link to={broadcastPath(broadcast.id)}>{broadcast.name}</Link> },
     { header: 'Audience', cell: audienceName },
     {
       header: 'Status',
       cell: (broadcast) => (
         <>
-          {statusBadge(broadcast)}
+          <StatusBadge broadcast={broadcast} />
           {broadcast.sandbox ? <span className="badge badge-mixed">Sandbox</span> : null}
           {broadcast.failure ? <span className="small">{broadcast.failure}</span> : null}
         </>
@@ -76,9 +66,9 @@ export function BroadcastTable({ broadcasts, pager, audienceName, onChanged }: T
     { header: 'Failed', cell: (broadcast) => broadcast.failed },
     { header: 'Credits', cell: (broadcast) => broadcast.creditsUsed },
     { header: 'Created', cell: (broadcast) => formatTime(broadcast.createdAt) },
-    // A broadcast that is sending can be neither sent again nor deleted.
+    // A broadcast that is sending or paused can be neither sent again nor deleted: its page cancels it.
     actionsColumn((broadcast) =>
-      broadcast.status === 'sending' ? null : (
+      broadcast.status === 'sending' || broadcast.status === 'paused' ? null : (
         <div className="row-actions">
           {broadcast.status === 'draft' ? (
             <button type="button" onClick={() => acting.ask({ broadcast, action: 'send' })}>
