@@ -66,12 +66,34 @@ export const SEGMENT = { name: 'Adults', rulesOperator: 'AND' as const, rules: [
 
 const COLUMNS = ['id', 'account_id', 'phone_number', 'first_name', 'last_name', 'email', 'country', 'opted_out', 'attributes', 'created_at', 'updated_at'] as const
 
+/** The i-th of `count` generated contacts: deterministic by index (--message personalised renders its texts from this too). */
+export interface GeneratedContact {
+  phoneNumber: string
+  country: string
+  firstName: string
+  lastName: string
+  email: string | null
+  /** As a CSV import writes them: text, `age` too. */
+  attributes: { plan: string; age: string; city: string }
+}
+
+export function generatedContact(routes: RoutesMode, i: number, count: number): GeneratedContact {
+  const first = FIRST[i % FIRST.length]!
+  const { phoneNumber, country } = contactNumber(routes, i, count)
+  return {
+    phoneNumber,
+    country,
+    firstName: first,
+    lastName: LAST[(i * 7) % LAST.length]!,
+    email: i % 10 < 7 ? `${first.toLowerCase()}.${i}@example.com` : null,
+    attributes: { plan: PLANS[(i * 13) % PLANS.length]!, age: String(18 + ((i * 31) % 63)), city: CITIES[(i * 17) % CITIES.length]! },
+  }
+}
+
 /** A contact row as a CSV import writes it (attributes from CSV are text, `age` too). */
 function row(i: number, count: number, routes: RoutesMode, accountId: string, at: string): unknown[] {
-  const first = FIRST[i % FIRST.length]!
-  const attributes = JSON.stringify({ plan: PLANS[(i * 13) % PLANS.length], age: String(18 + ((i * 31) % 63)), city: CITIES[(i * 17) % CITIES.length] })
-  const { phoneNumber, country } = contactNumber(routes, i, count)
-  return [v7(), accountId, phoneNumber, first, LAST[(i * 7) % LAST.length], i % 10 < 7 ? `${first.toLowerCase()}.${i}@example.com` : null, country, 0, attributes, at, at]
+  const c = generatedContact(routes, i, count)
+  return [v7(), accountId, c.phoneNumber, c.firstName, c.lastName, c.email, c.country, 0, JSON.stringify(c.attributes), at, at]
 }
 
 const ROWS_PER_STATEMENT = 500

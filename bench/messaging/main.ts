@@ -25,6 +25,17 @@
  * recipients per connection in the store at completion; a mismatch is printed in capitals
  * and fails the run (exit code 1).
  *
+ * --message personalised: the broadcast's message is the template 'Hi {{firstName}}, flash
+ * sale in {{attributes.city}} today only: …' (message.ts), which the server renders per
+ * recipient in SQL while queueing (message_recipients.content and .segments). The generated
+ * names and cities include characters outside GSM-7 (Zoë, Łukasz, São Paulo, Kraków), so
+ * the texts are a mix of GSM-7 in one segment and UCS-2 in two. The expected credits are
+ * computed in the bench: Σ over the generated contacts of its route price × analyzeSms(its
+ * rendered text).segments; the answer, the broadcast at completion, the balance debited and
+ * the store (Σ price × coalesce(recipient's segments, message's)) must all equal it. The
+ * floor stays the bare INSERT … SELECT (it renders nothing), so send / floor includes the
+ * rendering and counting.
+ *
  * Targets (issue): (a) under 20 s on SQLite, (b) at least 5,000 recipients/s, (c) p99 under 20 ms;
  * during the broadcast, (d) p99 under 20 ms and max under 100 ms, (e) p99 under 20 ms.
  *
@@ -32,8 +43,11 @@
  *   npm run bench:messaging -- --store postgres            # PostgreSQL on 127.0.0.1:5432 (BENCH_DATABASE_URL)
  *   npm run bench:messaging -- --contacts 100000 --duration 10   # a quick try
  *   npm run bench:messaging -- --routes mixed              # five countries, three connections, three prices
+ *   npm run bench:messaging -- --message personalised      # each recipient's own text, rendered in SQL
  *
  * Flags: --routes single|mixed (single: all US numbers through the default connection, as before)
+ *        --message plain|personalised (plain: one text for every recipient, as before; personalised:
+ *          first name and city filled in per recipient, GSM-7 and UCS-2, 1 or 2 segments)
  *        --contacts 1000000  --runs 1 (each on a fresh copy; medians printed)  --duration 30
  *        --rate 200  --connections 10 (autocannon)  --warmup 3  --interval 25  --idle 3
  *        --delivery-delay 100  --batch-size N (DISPATCH_BATCH_SIZE; the server's default when absent)
@@ -46,7 +60,7 @@
  *        --node-arg ARG (repeatable, for the server; e.g. --node-arg=--cpu-prof --node-arg=--cpu-prof-dir=DIR)
  *
  * Parts: run.ts (one run), cpu.ts (CPU accounting), report.ts (the figures against the
- * targets), routing.ts (--routes), and the store, floor, contacts, probe and build helpers beside them.
+ * targets), routing.ts (--routes), message.ts (--message), and the store, floor, contacts, probe and build helpers beside them.
  *
  * The contacts are written once straight into the store (not through the import, which
  * bench:audience measures) and kept: a SQLite file in .bench/messaging/stores, or a
@@ -62,13 +76,15 @@ import { buildCommit, buildWorkingTree, schemaFingerprint } from './build.js'
 import { SEGMENT, type RoutesMode } from './contacts.js'
 import { int } from './format.js'
 import { report, summarize } from './report.js'
-import { describeRoutes, expectedOf } from './routing.js'
+import { MESSAGE_MODES, MESSAGES, type MessageMode } from './message.js'
+import { describeMessage, describeRoutes, expectedOf } from './routing.js'
 import { oneRun, type RunResult, type RunSettings } from './run.js'
 import { preparePostgres, prepareSqlite } from './store.js'
 
 const { flags } = parseFlags({
   store: flag.string('sqlite'),
   routes: flag.string('single'),
+  message: flag.string('plain'),
   // Checked below: positive integers.
   contacts: flag.string('1000000'),
   runs: flag.string('1'),
@@ -105,6 +121,11 @@ if (routes !== 'single' && routes !== 'mixed') {
   console.error(`--routes must be single or mixed, got "${flags.routes}"`)
   process.exit(2)
 }
+const message = flags.message as MessageMode
+if (!MESSAGE_MODES.includes(message)) {
+  console.error(`--message must be ${MESSAGE_MODES.join(' or ')}, got "${flags.message}"`)
+  process.exit(2)
+}
 const contacts = positiveInteger('contacts', flags.contacts)
 const runs = positiveInteger('runs', flags.runs)
 const durationS = positiveInteger('duration', flags.duration)
@@ -137,18 +158,20 @@ const settings: RunSettings = {
   concurrency: flags.concurrency,
   adminUrl: ADMIN_URL,
   routes,
-  expected: expectedOf(routes, contacts),
+  message,
+  expected: expectedOf(routes, contacts, message),
 }
 
 async function main(): Promise<void> {
   const pgVersion = store === 'postgres' ? `PostgreSQL ${await serverVersion(ADMIN_URL)} on ${new URL(ADMIN_URL).host}` : 'SQLite (better-sqlite3)'
-  console.log(`messaging benchmark: ${int(contacts)} contacts, --routes ${routes}, on ${pgVersion}; Node ${process.version}; ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 1024 ** 3)} GiB`)
+  console.log(`messaging benchmark: ${int(contacts)} contacts, --routes ${routes}, --message ${message}, on ${pgVersion}; Node ${process.version}; ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 1024 ** 3)} GiB`)
   const build = flags.entry ? { entry: flags.entry, code: `${flags.entry} as given` } : flags.commit ? buildCommit(flags.commit) : buildWorkingTree()
   console.log(`code: ${build.code}`)
   const fingerprint = schemaFingerprint(build.entry)
   const prepared = store === 'postgres' ? await preparePostgres(build.entry, ADMIN_URL, contacts, routes, fingerprint, flags.refresh) : await prepareSqlite(build.entry, contacts, routes, fingerprint, flags.refresh)
   console.log(`store: ${prepared.describe} (a copy per run); segment ${JSON.stringify(SEGMENT.rules)}; SIMULATOR_DELIVERY_DELAY_MS=${deliveryDelayMs}${flags['batch-size'] ? `, DISPATCH_BATCH_SIZE=${flags['batch-size']}` : ''}`)
   console.log(describeRoutes(routes, settings.expected))
+  console.log(describeMessage(message, settings.expected))
 
   const results: RunResult[] = []
   for (let run = 1; run <= runs; run++) {
@@ -157,7 +180,7 @@ async function main(): Promise<void> {
     results.push(result)
   }
   summarize(results, runs, settings)
-  if (flags.json) writeFileSync(flags.json, JSON.stringify({ store, routes, contacts, code: build.code, deliveryDelayMs, rate, durationS, results }, null, 2))
+  if (flags.json) writeFileSync(flags.json, JSON.stringify({ store, routes, message, messageText: MESSAGES[message], contacts, code: build.code, deliveryDelayMs, rate, durationS, results }, null, 2))
   if (results.some((r) => r.send.non2xx + r.send.errors + r.send.timeouts > 0 || (r.paced?.failed ?? 0) > 0 || (r.during?.all.failed ?? 0) > 0 || !r.completion.completed || !r.routes.creditsOk || !r.routes.splitOk)) process.exitCode = 1
 }
 

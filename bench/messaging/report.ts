@@ -1,6 +1,7 @@
 /** bench:messaging's report: each run's figures, then the medians against the targets. */
 import type { CpuShare } from './cpu.js'
 import { int, ms, pct, sec, sortedMedian } from './format.js'
+import { describeTally } from './message.js'
 import type { ProbeStats } from './probe.js'
 import type { RoutesCheck, RunResult, RunSettings } from './run.js'
 
@@ -9,12 +10,12 @@ export const TARGET = { queueSeconds: 20, recipientsPerSecond: 5000, p99Ms: 20, 
 
 /** One run's figures. */
 export function report(label: string, r: RunResult, settings: RunSettings): void {
-  const { store, rate, durationS, intervalMs, idleMs, routes } = settings
+  const { store, rate, durationS, intervalMs, idleMs, routes, message } = settings
   const probeLine = (name: string, s: ProbeStats) => `    ${name.padEnd(34)} n ${String(s.count).padStart(5)}  p50 ${ms(s.p50).padStart(9)}  p99 ${ms(s.p99).padStart(9)}  max ${ms(s.max).padStart(9)}${s.failed ? `  FAILED ${s.failed}` : ''}`
   const perItem = (seconds: number | undefined, n: number) => (seconds === undefined || n === 0 ? '-' : `${((seconds * 1e6) / n).toFixed(1)} µs`)
   const cpuLine = (c: CpuShare, n: number, what: string) =>
     `server ${pct(c.server)}${store === 'postgres' ? `, PostgreSQL ${pct(c.postgres)}` : ''}, other ${pct(c.other)} of a core; server ${perItem(c.serverSeconds, n)}${store === 'postgres' ? ` + PostgreSQL ${perItem(c.postgresSeconds, n)}` : ''} per ${what}`
-  console.log(`\n${label} (--routes ${routes})`)
+  console.log(`\n${label} (--routes ${routes}, --message ${message})`)
   console.log(`  (a) POST /v1/broadcasts/{id}/send to all recipients queued: ${sec(r.queue.seconds)} for ${int(r.queue.recipients)} recipients (${int(r.queue.recipients / r.queue.seconds)}/s; the request answered after ${sec(r.queue.answerSeconds)}); CPU ${cpuLine(r.cpu.queue, r.queue.recipients, 'recipient')}`)
   console.log(`      floor, bare INSERT … SELECT of ${int(r.floor.rows)} rows${floorPricing(settings)}: ${sec(r.floor.seconds)}; send / floor ${(r.queue.seconds / r.floor.seconds).toFixed(2)}; send / target ${TARGET.queueSeconds} s ${(r.queue.seconds / TARGET.queueSeconds).toFixed(2)}`)
   if (Number.isNaN(r.handoff.seconds)) console.log(`  (b) NOT all handed over within --max-wait: ${int(r.completion.sent)} sent in ${sec(r.completion.seconds)} = ${int(r.handoff.recipientsPerSecond)} recipients/s`)
@@ -39,12 +40,14 @@ export function report(label: string, r: RunResult, settings: RunSettings): void
 
 /** How the floor priced its rows: the same way as the send. */
 function floorPricing(settings: RunSettings): string {
-  return settings.routes === 'mixed' ? ', each priced with the same CASE over the routes\' prefixes as the send' : ' (one price: none computed, as the send)'
+  const price = settings.routes === 'mixed' ? ', each priced with the same CASE over the routes\' prefixes as the send' : ' (one price: none computed, as the send)'
+  return settings.message === 'personalised' ? `${price}; no text rendered nor segments counted, which the send does per recipient` : price
 }
 
 /** The credits the broadcast took, and its recipients per connection, each against the expectation; a mismatch in capitals. */
 function routesLines(c: RoutesCheck): void {
-  const credits = `expected ${int(c.expectedCredits)} (Σ route price × ${c.segments} segment${c.segments === 1 ? '' : 's'}); answer ${int(c.answerCredits)}, broadcast at completion ${int(c.finalCredits)}, balance before send − at completion ${int(c.balanceDebited)}, store Σ price × segments ${int(c.storeCredits)}`
+  const per = c.texts ? `each recipient's own segments: ${describeTally(c.texts)}` : `${c.segments} segment${c.segments === 1 ? '' : 's'}`
+  const credits = `expected ${int(c.expectedCredits)} (Σ route price × ${per}); answer ${int(c.answerCredits)}, broadcast at completion ${int(c.finalCredits)}, balance before send − at completion ${int(c.balanceDebited)}, store Σ price × segments ${int(c.storeCredits)}`
   console.log(`  credits debited: ${credits}${c.creditsOk ? ': all equal' : ' — CREDITS MISMATCH'}`)
   const split = Object.entries(c.byConnection)
     .map(([name, t]) => `${name} ${int(t.recipients)}${t.recipients === t.expected ? '' : ` (EXPECTED ${int(t.expected)})`} (delivered ${int(t.delivered)}, failed ${int(t.failed)} of ${int(t.expectedFailing)} failing numbers${t.other ? `, ${int(t.other)} neither` : ''})`)
@@ -54,7 +57,7 @@ function routesLines(c: RoutesCheck): void {
 
 /** The medians of every run against the targets. */
 export function summarize(results: RunResult[], runs: number, settings: RunSettings): void {
-  const { store, contacts, rate, routes } = settings
+  const { store, contacts, rate, routes, message } = settings
 
   const m = (pick: (r: RunResult) => number) => sortedMedian(results.map(pick))
   const queueS = m((r) => r.queue.seconds)
@@ -63,7 +66,7 @@ export function summarize(results: RunResult[], runs: number, settings: RunSetti
   const completionRate = m((r) => r.completion.recipientsPerSecond)
   const p99 = m((r) => r.send.p99)
   const verdict = (ok: boolean) => (ok ? 'PASS' : 'BELOW TARGET')
-  console.log(`\nsummary, ${store}, ${int(contacts)} contacts, --routes ${routes}, median of ${runs} run(s):`)
+  console.log(`\nsummary, ${store}, ${int(contacts)} contacts, --routes ${routes}, --message ${message}, median of ${runs} run(s):`)
   console.log(`  (a) queue ${int(m((r) => r.queue.recipients))} recipients: ${sec(queueS)}; floor${routes === 'mixed' ? ' (with the price CASE)' : ''} ${sec(floorS)} (send / floor ${(queueS / floorS).toFixed(2)}); target < ${TARGET.queueSeconds} s on SQLite${store === 'sqlite' ? `: ${(queueS / TARGET.queueSeconds).toFixed(2)} of it, ${verdict(queueS < TARGET.queueSeconds)}` : ` (none set for PostgreSQL): ${(queueS / TARGET.queueSeconds).toFixed(2)} of it`}`)
   console.log(`  (b) hand-off ${int(handoffRate)} recipients/s, completion ${int(completionRate)} recipients/s (from the send); target >= ${int(TARGET.recipientsPerSecond)}/s: hand-off ${(handoffRate / TARGET.recipientsPerSecond).toFixed(2)}x ${verdict(handoffRate >= TARGET.recipientsPerSecond)}, completion ${(completionRate / TARGET.recipientsPerSecond).toFixed(2)}x ${verdict(completionRate >= TARGET.recipientsPerSecond)}`)
   console.log(`  (c) POST /v1/sms/send at ${rate}/s: p50 ${ms(m((r) => r.send.p50))}, p99 ${ms(p99)}; target p99 < ${TARGET.p99Ms} ms: ${(p99 / TARGET.p99Ms).toFixed(2)} of it, ${verdict(p99 < TARGET.p99Ms)}`)

@@ -9,7 +9,8 @@
  *           the admin API: the broadcast's queueing prices each recipient in SQL (a CASE
  *           over the prefixes) and the dispatcher picks each recipient's connection.
  */
-import { contactNumber, type RoutesMode } from './contacts.js'
+import { contactNumber, generatedContact, type RoutesMode } from './contacts.js'
+import { describeTally, MESSAGES, renderFor, SegmentCounter, type MessageMode, type TextTally } from './message.js'
 
 export interface BenchRoute {
   prefix: string
@@ -56,8 +57,10 @@ export function priceSql(routes: BenchRoute[]): string {
 /** What a broadcast to every generated contact should come to. */
 export interface Expected {
   recipients: number
-  /** Σ price over the recipients (credits = this × segments). */
+  /** Σ price over the recipients (credits = this × segments under --message plain). */
   priceSum: number
+  /** --message personalised: Σ price × that recipient's own text's segments, and the texts by encoding and segments. */
+  personalised?: { credits: number; texts: TextTally }
   /** Per connection: recipients, and how many of their numbers the simulator fails. */
   byConnection: Record<string, { recipients: number; failing: number; price: number }>
 }
@@ -65,23 +68,37 @@ export interface Expected {
 /** The simulator fails numbers ending 0000-0099 (carriers/simulator.ts). */
 const FAILING_NUMBER = /00[0-9]{2}$/
 
-/** Every contact is in the segment (ages 18 to 80, none opted out), so every one is a recipient. */
-export function expectedOf(mode: RoutesMode, contacts: number): Expected {
+/**
+ * Every contact is in the segment (ages 18 to 80, none opted out), so every one is a
+ * recipient; under --message personalised each pays its price × its own text's segments.
+ */
+export function expectedOf(mode: RoutesMode, contacts: number, message: MessageMode = 'plain'): Expected {
   const routes = routesOf(mode)
   const byConnection: Expected['byConnection'] = {}
   for (const r of routes) byConnection[r.carriers[0]!] ??= { recipients: 0, failing: 0, price: r.price }
   // A number takes the route with the longest matching prefix ("+" matches every number).
   const ordered = longestFirst(routes)
   let priceSum = 0
+  const counter = message === 'personalised' ? new SegmentCounter() : undefined
+  let credits = 0
   for (let i = 0; i < contacts; i++) {
-    const { phoneNumber } = contactNumber(mode, i, contacts)
+    const contact = counter ? generatedContact(mode, i, contacts) : undefined
+    const { phoneNumber } = contact ?? contactNumber(mode, i, contacts)
     const route = ordered.find((r) => phoneNumber.startsWith(r.prefix))!
     const tally = byConnection[route.carriers[0]!]!
     tally.recipients++
     if (FAILING_NUMBER.test(phoneNumber)) tally.failing++
     priceSum += route.price
+    if (counter && contact) credits += route.price * counter.count(renderFor(MESSAGES[message], contact))
   }
-  return { recipients: contacts, priceSum, byConnection }
+  return { recipients: contacts, priceSum, byConnection, ...(counter ? { personalised: { credits, texts: counter.tally } } : {}) }
+}
+
+/** One line for the header: the message, and under personalised what its texts should come to. */
+export function describeMessage(message: MessageMode, expected: Expected): string {
+  const text = `message ${message}: ${JSON.stringify(MESSAGES[message])}`
+  if (!expected.personalised) return `${text}, the same text for every recipient`
+  return `${text}, rendered per recipient; expected texts ${describeTally(expected.personalised.texts)}; Σ price × segments ${expected.personalised.credits.toLocaleString('en')}`
 }
 
 /** One line for the header: what the mode sets up. */

@@ -8,6 +8,7 @@ import { benchPhoneNumber, SEGMENT, type RoutesMode } from './contacts.js'
 import { cpuBetween, cpuMark, stopCpuMarks, waitServerIdle, type CpuShare } from './cpu.js'
 import { floorPostgres, floorSqlite, type FloorResult } from './floor.js'
 import { int, log, ms, sec, sleep } from './format.js'
+import { MESSAGES, type MessageMode, type TextTally } from './message.js'
 import { patientAgent, Probe, type ProbeStats } from './probe.js'
 import { DEFAULT_CONNECTION, MIXED_CONNECTIONS, MIXED_ROUTES, priceSql, routesOf, type Expected } from './routing.js'
 import { JWT_SECRET, type PreparedStore, type StoreCopy } from './store.js'
@@ -42,6 +43,8 @@ export interface RunSettings {
   adminUrl: string
   /** --routes, and what the broadcast should come to under it (routing.ts). */
   routes: RoutesMode
+  /** --message: the broadcast's text (message.ts). */
+  message: MessageMode
   expected: Expected
 }
 
@@ -86,16 +89,29 @@ async function segmentsCounted(copy: StoreCopy): Promise<boolean> {
   return Number(rows[0].n) === 0
 }
 
-/** A broadcast's recipients by the connection that took each (null: not sent) and status, with their prices summed, read from the store. */
-async function recipientsByConnection(copy: StoreCopy, broadcastId: string): Promise<{ carrier: string | null; status: string; n: number; price: number }[]> {
-  const of = `from message_recipients r where r.message_id = (select m.id from messages m where m.broadcast_id = ?)`
+/**
+ * A broadcast's recipients by the connection that took each (null: not sent) and status,
+ * read from the store, with what they cost: Σ price × segments, a recipient's own segments
+ * when it has a text of its own (personalised), else the message's.
+ */
+async function recipientsByConnection(copy: StoreCopy, broadcastId: string): Promise<{ carrier: string | null; status: string; n: number; credits: number }[]> {
+  const of = `from message_recipients r join messages m on m.id = r.message_id where m.broadcast_id = ?`
+  const read = async (credits: string, byCarrier = true) => {
+    const carrier = byCarrier ? 'r.carrier as carrier, ' : ''
+    const rows = await readStore(copy, `select ${carrier}r.status as status, count(*) as n, sum(${credits}) as credits ${of} group by ${byCarrier ? 'r.carrier, ' : ''}r.status`, [broadcastId])
+    return rows.map((r) => ({ carrier: (r.carrier ?? null) as string | null, status: r.status as string, n: Number(r.n), credits: Number(r.credits) }))
+  }
   try {
-    const rows = await readStore(copy, `select r.carrier as carrier, r.status as status, count(*) as n, sum(r.price) as price ${of} group by r.carrier, r.status`, [broadcastId])
-    return rows.map((r) => ({ carrier: r.carrier, status: r.status, n: Number(r.n), price: Number(r.price) }))
+    return await read('r.price * coalesce(r.segments, m.segments)')
   } catch {
-    // A build from before carrier routes (--commit): one connection, at price 1, carried everything it sent.
-    const rows = await readStore(copy, `select r.status as status, count(*) as n ${of} group by r.status`, [broadcastId])
-    return rows.map((r) => ({ carrier: r.status === 'queued' ? null : DEFAULT_CONNECTION, status: r.status, n: Number(r.n), price: Number(r.n) }))
+    // A build from before personalised messages (--commit): every recipient has the message's segments.
+    try {
+      return await read('r.price * m.segments')
+    } catch {
+      // Before carrier routes: one connection, at price 1, carried everything it sent.
+      const rows = await read('m.segments', false)
+      return rows.map((r) => ({ ...r, carrier: r.status === 'queued' ? null : DEFAULT_CONNECTION }))
+    }
   }
 }
 
@@ -118,15 +134,19 @@ async function setUpRoutes(server: RunningServer, deliveryDelayMs: number): Prom
 // ------------------------------------------------------------------ one run
 export interface RoutesCheck {
   mode: RoutesMode
+  /** --message, and under personalised the expected texts by encoding and segments. */
+  message: MessageMode
+  texts?: TextTally
+  /** The broadcast's message's segments (GET /v1/broadcasts/{id}); under personalised each recipient has its own. */
   segments: number
-  /** Σ expected price × segments. */
+  /** Σ expected price × segments (plain: × the message's; personalised: × each recipient's own, computed in message.ts). */
   expectedCredits: number
   /** creditsUsed in the send's answer, and on the broadcast at completion (after any refund). */
   answerCredits: number
   finalCredits: number
   /** The sender's balance before the send less its balance at completion. */
   balanceDebited: number
-  /** Σ message_recipients.price × segments of the broadcast's recipients, from the store. */
+  /** Σ message_recipients.price × coalesce(message_recipients.segments, messages.segments) of the broadcast's recipients, from the store. */
   storeCredits: number
   creditsOk: boolean
   /** From the store at completion, by connection name ("(none)": not sent). */
@@ -204,12 +224,14 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
     const { senderKey, senderAccountId, bystanderKey, bystanderAccountId } = accounts
     // The broadcast, then (c) twice (autocannon and paced), each with its warm-up.
     const sendRequests = 2 * (warmupS + durationS) * rate + 2000
-    // The broadcast's message is one segment: Σ price over the recipients (contacts at price 1 under --routes single).
-    await api(server, ADMIN_TOKEN, 'POST', `/v1/admin/accounts/${senderAccountId}/credits`, { amount: settings.expected.priceSum + sendRequests }, 200)
+    // Plain: the broadcast's message is one segment, Σ price over the recipients (contacts at price 1 under --routes single);
+    // personalised: Σ price × each recipient's own segments.
+    const broadcastCredits = settings.expected.personalised?.credits ?? settings.expected.priceSum
+    await api(server, ADMIN_TOKEN, 'POST', `/v1/admin/accounts/${senderAccountId}/credits`, { amount: broadcastCredits + sendRequests }, 200)
     // (e): enough for --max-wait at --rate.
     if (during) await api(server, ADMIN_TOKEN, 'POST', `/v1/admin/accounts/${bystanderAccountId}/credits`, { amount: Math.ceil((maxWaitMs / 1000 + idleMs / 1000 + 60) * rate) }, 200)
     const segmentId = (await api(server, senderKey, 'POST', '/v1/audience/segments', { ...SEGMENT, rules: JSON.stringify(SEGMENT.rules) }, 201)) as string
-    const broadcastId = (await api(server, senderKey, 'POST', '/v1/broadcasts', { name: 'Bench broadcast', message: 'Flash sale today only: 30% off everything. Reply STOP to opt out', senderId: 'Bench', segmentId }, 201)) as string
+    const broadcastId = (await api(server, senderKey, 'POST', '/v1/broadcasts', { name: 'Bench broadcast', message: MESSAGES[settings.message], senderId: 'Bench', segmentId }, 201)) as string
     const { segments } = (await api(server, senderKey, 'GET', `/v1/broadcasts/${broadcastId}`)) as { segments: number }
     const balanceBefore = ((await api(server, senderKey, 'GET', '/v1/account')) as { balance: number }).balance
     // Let the segment's background count and the server's other work finish first.
@@ -410,20 +432,21 @@ async function checkRoutes(
   const rows = await recipientsByConnection(copy, broadcastId)
   const byConnection: RoutesCheck['byConnection'] = {}
   for (const [name, t] of Object.entries(expected.byConnection)) byConnection[name] = { recipients: 0, delivered: 0, failed: 0, other: 0, expected: t.recipients, expectedFailing: t.failing }
-  let priceSum = 0
+  let storeCredits = 0
   for (const row of rows) {
     const entry = (byConnection[row.carrier ?? '(none)'] ??= { recipients: 0, delivered: 0, failed: 0, other: 0, expected: 0, expectedFailing: 0 })
     entry.recipients += row.n
     if (row.status === 'delivered') entry.delivered += row.n
     else if (row.status === 'failed') entry.failed += row.n
     else entry.other += row.n
-    priceSum += row.price
+    storeCredits += row.credits
   }
-  const expectedCredits = expected.priceSum * seen.segments
+  const expectedCredits = expected.personalised ? expected.personalised.credits : expected.priceSum * seen.segments
   const balanceDebited = seen.balanceBefore - balanceAfter
-  const storeCredits = priceSum * seen.segments
   return {
     mode: settings.routes,
+    message: settings.message,
+    ...(expected.personalised ? { texts: expected.personalised.texts } : {}),
     segments: seen.segments,
     expectedCredits,
     answerCredits: seen.answerCredits,
