@@ -741,7 +741,7 @@ export interface paths {
         };
         /**
          * Follow a tracked link
-         * @description Where a recipient of a broadcast with tracked links lands from the SMS: answers 302 with the original URL in Location at once, and records the click afterwards (the broadcast’s `clicks`, its `uniqueClicks` and the recipient’s `clickedAt` on its first click, and a LinkClicked webhook event), so counters may lag the redirect by a fraction of a second. `code` is the recipient’s 14-character link code and the link’s index (one digit). Anything else, well formed or not, is 404. Takes no credentials and is not rate limited.
+         * @description Where a recipient of a broadcast with tracked links lands from the SMS: answers 302 with the original URL in Location at once, and records the click afterwards. Every click adds to the broadcast’s `clicks` and fires LinkClicked; a recipient’s first click also adds to `uniqueClicks` and sets its `clickedAt` (GET /v1/sms/{id} of the broadcast’s message). Counters may lag the redirect by a fraction of a second. A HEAD is answered alike but counts no click. `code` is the recipient’s 14-character link code and the link’s index (one digit); anything else, well formed or not, is 404. Takes no credentials and is not rate limited.
          */
         get: operations["followLink"];
         put?: never;

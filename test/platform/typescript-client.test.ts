@@ -34,7 +34,8 @@ let checker: ResponseChecker
 /** Records each success, and checks every answer against the document as the test client's are. */
 const recordSuccess: Middleware = {
   async onResponse({ request, schemaPath, response }) {
-    if (response.ok) succeeded.add(`${request.method} ${schemaPath}`)
+    // A tracked link's redirect is its success.
+    if (response.ok || response.status === 302) succeeded.add(`${request.method} ${schemaPath}`)
     // A stream has no end to read: its status and headers were checked by the client's own call.
     if (response.headers.get('content-type')?.includes('text/event-stream')) return
     const url = new URL(response.url)
@@ -217,6 +218,33 @@ describe('the generated TypeScript client against a real server', () => {
     const draft = await unwrap(apiKey.POST('/v1/broadcasts', { body: { name: 'Left over', message: 'Hi', senderId: 'Typed', contactListId: listId } }))
     const deleted = await apiKey.DELETE('/v1/broadcasts/{id}', { params: { path: { id: draft } } })
     expect(deleted.response.status).toBe(204)
+  })
+
+  it('previews, estimates, test-sends, paces, pauses, resumes and cancels a campaign, and follows its tracked link', async () => {
+    const listId = await unwrap(apiKey.POST('/v1/contact-lists', { body: { name: 'Campaign audience' } }))
+    await unwrap(apiKey.POST('/v1/contacts/single', { body: { phoneNumber: '+14155550130', firstName: 'Ada', contactListId: listId } }))
+    await unwrap(apiKey.POST('/v1/contacts/single', { body: { phoneNumber: '+14155550131', contactListId: listId } }))
+    const message = 'Hi {{firstName|there}}: https://shop.example.test/sale'
+
+    const preview = await unwrap(apiKey.POST('/v1/broadcasts/preview', { body: { message, trackLinks: true } }))
+    expect(preview).toEqual({ text: expect.stringMatching(/^Hi Alex: https:\/\/sms\.example\.test\/l\/[0-9a-f]{14}0$/), encoding: 'GSM-7', segments: 1 })
+    // One a minute: the second recipient waits, so the broadcast can be paused and resumed.
+    const id = await unwrap(apiKey.POST('/v1/broadcasts', { body: { name: 'Tracked', message, senderId: 'Typed', contactListId: listId, trackLinks: true, maxPerMinute: 1 } }))
+    expect(await unwrap(apiKey.GET('/v1/broadcasts/{id}/estimate', { params: { path: { id } } }))).toEqual({ recipients: 2, credits: 2 })
+    const test = await apiKey.POST('/v1/broadcasts/{id}/test', { params: { path: { id } }, body: { phoneNumbers: ['+14155550139'] } })
+    expect(test.response.status).toBe(201)
+    expect(test.data).toMatchObject({ recipients: 1, creditsUsed: 1 })
+
+    await unwrap(apiKey.POST('/v1/broadcasts/{id}/send', { params: { path: { id } }, body: {} }))
+    expect(await unwrap(apiKey.POST('/v1/broadcasts/{id}/pause', { params: { path: { id } } }))).toMatchObject({ id, status: 'paused' })
+    expect(await unwrap(apiKey.POST('/v1/broadcasts/{id}/resume', { params: { path: { id } } }))).toMatchObject({ id, status: 'sending' })
+    const rows = async () => server.app.platform.store.db.selectFrom('message_recipients').select('link_code').where('link_code', 'is not', null).where('phone_number', 'in', ['+14155550130', '+14155550131']).execute()
+    await expect.poll(async () => (await rows()).length, { timeout: 10_000 }).toBe(2)
+    const code = `${(await rows())[0]!.link_code}0`
+    const followed = await open.GET('/l/{code}', { params: { path: { code } }, redirect: 'manual' })
+    expect(followed.response.status).toBe(302)
+    expect(followed.response.headers.get('location')).toBe('https://shop.example.test/sale')
+    expect(await unwrap(apiKey.POST('/v1/broadcasts/{id}/cancel', { params: { path: { id } } }))).toMatchObject({ id, status: 'cancelled' })
   })
 
   it('registers a webhook, reveals and rotates its secret, sends a test, retries it and deletes it', async () => {

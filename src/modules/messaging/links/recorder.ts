@@ -42,7 +42,8 @@ const MAX_ATTEMPTS = 3
  *
  * What a crash loses: the clicks buffered in memory, at most one flush interval of them
  * (plus a batch whose transaction was failing): their redirects were answered, but they
- * are in no counter, clicked_at or event. Nothing is counted twice.
+ * are in no counter, clicked_at or event. A batch is written whole or not at all, so a
+ * crash or a failed transaction never leaves a click half counted.
  */
 export class ClickRecorder {
   private buffer: Click[] = []

@@ -24,7 +24,7 @@ export const linkRoutes: FastifyPluginAsyncTypebox<LinkRoutesOptions> = async (a
       tags: ['links'],
       summary: 'Follow a tracked link',
       description:
-        'Where a recipient of a broadcast with tracked links lands from the SMS: answers 302 with the original URL in Location at once, and records the click afterwards (the broadcast’s `clicks`, its `uniqueClicks` and the recipient’s `clickedAt` on its first click, and a LinkClicked webhook event), so counters may lag the redirect by a fraction of a second. `code` is the recipient’s 14-character link code and the link’s index (one digit). Anything else, well formed or not, is 404. Takes no credentials and is not rate limited.',
+        'Where a recipient of a broadcast with tracked links lands from the SMS: answers 302 with the original URL in Location at once, and records the click afterwards. Every click adds to the broadcast’s `clicks` and fires LinkClicked; a recipient’s first click also adds to `uniqueClicks` and sets its `clickedAt` (GET /v1/sms/{id} of the broadcast’s message). Counters may lag the redirect by a fraction of a second. A HEAD is answered alike but counts no click. `code` is the recipient’s 14-character link code and the link’s index (one digit); anything else, well formed or not, is 404. Takes no credentials and is not rate limited.',
       params: LinkParams,
       response: { 302: LinkRedirect, ...problemResponses({ 404: 'No tracked link has this code' }) },
     },
@@ -35,9 +35,9 @@ export const linkRoutes: FastifyPluginAsyncTypebox<LinkRoutesOptions> = async (a
     const link = await resolver.resolve(request.params.code)
     if (link === undefined) throw new NotFound('link', request.params.code)
     reply.header('cache-control', 'no-store').redirect(link.location, 302)
-    // After the answer is sent: this only buffers the click, which is written with the
-    // next batch, so the redirect never waits for the store. A HEAD (a link checker, a
-    // preview) is answered alike but is no click.
+    // After the answer is handed over, and it only buffers the click: the click is written
+    // with the next batch, so the redirect never waits for the store. A HEAD (a link
+    // checker, a preview) is no click.
     if (request.method !== 'HEAD') recorder.record(link, clock.now())
     return reply
   })
