@@ -16,7 +16,7 @@
  * a small renderer below fills the placeholders, and analyzeSms (the code the server
  * charges with) counts the segments.
  */
-import { analyzeSms } from '../../src/modules/messaging/encoding.js'
+import { analyzeSms } from '../../src/modules/messaging/index.js'
 import type { GeneratedContact } from './contacts.js'
 
 export type MessageMode = 'plain' | 'personalised'

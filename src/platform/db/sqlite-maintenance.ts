@@ -46,8 +46,9 @@ const BUSY_TIMEOUT_MS = 5000
 db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
 // The same sampling as the main connection (connect.ts).
 db.pragma('analysis_limit = 1000')
-// ANALYZE of an index on an expression may evaluate the functions it calls. Requests that
-// arrive meanwhile wait in the port until the listener below is added.
+// The functions every connection has (connect.ts), though checkpoints and ANALYZE call
+// none today: a statement added here later then finds them as it would anywhere else.
+// Requests that arrive meanwhile wait in the port until the listener below is added.
 for (const url of functionModules) ((await import(url)) as SqliteFunctionModule).registerSqliteFunctions(db)
 
 const post = (reply: MaintenanceReply) => port.postMessage(reply)

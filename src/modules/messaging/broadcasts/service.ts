@@ -10,7 +10,7 @@ import * as queries from './queries.js'
 import type { Broadcast, BroadcastBody, SendBroadcastBody, SendBroadcastResult } from './schemas.js'
 import { compileTarget, startBroadcast, tallyTarget } from './start.js'
 import { isTimeZone, parseWindow } from './send-window.js'
-import { parseTemplate } from './template.js'
+import { mayRenderEmpty, parseTemplate } from './template.js'
 import { price, senderIdError } from '../content.js'
 import type { MessagingDeps } from '../deps.js'
 
@@ -25,7 +25,10 @@ function checkBody(deps: Pick<MessagingDeps, 'publicUrl'>, input: BroadcastBody)
   const errors: FieldError[] = []
   const trackLinks = input.trackLinks === true
   try {
-    parseTemplate(input.message, { trackLinks })
+    // A recipient with nothing to receive would be neither sendable nor chargeable.
+    if (mayRenderEmpty(parseTemplate(input.message, { trackLinks }))) {
+      errors.push({ field: 'message', message: 'renders empty for a contact without these fields: add text, or give a placeholder a fallback' })
+    }
   } catch (err) {
     if (!(err instanceof ValidationFailed)) throw err
     errors.push(...(err.errors ?? []))

@@ -189,8 +189,10 @@ describe('sms_segments', () => {
     const texts = fc.oneof(
       textOf(charOf(BASIC), 400, 'max'),
       textOf(fc.oneof({ weight: 9, arbitrary: charOf(BASIC) }, charOf(EXTENSION)), 400, 'max'),
+      textOf(fc.oneof(charOf(BASIC), charOf(EXTENSION)), 400, 'max'),
       textOf(fc.oneof(charOf(BASIC), charOf(UCS2)), 400, 'max'),
       textOf(fc.oneof({ weight: 4, arbitrary: charOf(BASIC) }, charOf(UCS2), charOf(ASTRAL)), 400, 'max'),
+      textOf(fc.oneof(charOf(UCS2), charOf(ASTRAL)), 400, 'max'),
       textOf(anyChar, 400, 'max'),
     )
     await fc.assert(

@@ -158,3 +158,8 @@ function quoted(text: string): string {
 function invalid(message: string): ValidationFailed {
   return ValidationFailed.field('message', message)
 }
+
+/** Whether some contact's text would be empty: no text, no link, and only fields that can be missing, with no fallback. */
+export function mayRenderEmpty(template: Template): boolean {
+  return template.pieces.every((piece) => ('field' in piece && piece.field !== 'phoneNumber' && piece.fallback === '') || ('text' in piece && piece.text === ''))
+}

@@ -378,6 +378,8 @@ export class Dispatcher {
       if (held) return held
     }
     const { parts, encoding } = recipient.content === null ? message : splitSms(recipient.content)
+    // Refused when the broadcast is written; a row from before that check has nothing to send.
+    if (parts.length === 0) return { recipient, message, carrier: route[0] ?? this.carriers.sandbox, carrierName: this.nameOf(route[0] ?? this.carriers.sandbox), accepted: [], error: 'its text rendered empty', refund: true }
     // One reference per recipient's copy, so a handset never mixes parts of two messages.
     const reference = recipient.id & 0xff
     const outcomes = await Promise.all(
