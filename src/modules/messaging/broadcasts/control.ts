@@ -75,18 +75,23 @@ export async function cancelBroadcast(deps: MessagingDeps & { demand: EventDeman
       return null
     }
     if (row.queue_after_id !== null) {
+      // The walk stops here. The recipients paid for and not yet written stay counted among
+      // the broadcast's recipients, as failed: they have no row (nothing was queued for them).
       const message = await trx.selectFrom('messages').select(['segments', 'sandbox']).where('id', '=', row.message_id).executeTakeFirstOrThrow()
       const paid = row.queue_price_total === null ? Number(row.queue_total) : Number(row.queue_price_total)
       const credits = (paid - Number(row.queued_price_total)) * (Number(row.personalised) === 1 ? 1 : Number(message.segments))
+      const unqueued = Math.max(0, Number(row.queue_total) - Number(row.queued))
       await trx
         .updateTable('broadcasts')
-        .set({ queue_total: row.queued, queue_after_created_at: null, queue_after_id: null, ...Leases.released() })
+        .set({ queue_after_created_at: null, queue_after_id: null, ...Leases.released() })
         .where('id', '=', broadcastId)
         .execute()
-      if (credits > 0 && !message.sandbox) {
-        await refund(trx, accountId, credits, at)
-        await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${credits}` }).where('id', '=', row.message_id).execute()
-      }
+      await trx
+        .updateTable('messages')
+        .set({ recipients: sql`recipients + ${unqueued}`, failed_count: sql`failed_count + ${unqueued}`, credits_used: sql`credits_used - ${message.sandbox ? 0 : credits}` })
+        .where('id', '=', row.message_id)
+        .execute()
+      if (credits > 0 && !message.sandbox) await refund(trx, accountId, credits, at)
     }
     return row.message_id
   })
@@ -106,13 +111,15 @@ export async function failCancelled(deps: Pick<MessagingDeps, 'db' | 'dialect' |
   for (;;) {
     const failed = await deps.db.transaction().execute(async (trx) => {
       const at = deps.clock.now()
+      // A broadcast deleted once cancelled leaves its message behind: still cancelled.
       const message = await trx
         .selectFrom('messages')
-        .innerJoin('broadcasts', 'broadcasts.message_id', 'messages.id')
+        .leftJoin('broadcasts', 'broadcasts.message_id', 'messages.id')
         .select(['messages.id', 'messages.account_id', 'messages.broadcast_id', 'messages.segments', 'messages.sandbox', 'broadcasts.status'])
         .where('messages.id', '=', messageId)
+        .where('messages.kind', '=', 'broadcast')
         .executeTakeFirst()
-      if (!message || message.status !== 'cancelled') return 0
+      if (!message || (message.status !== null && message.status !== 'cancelled')) return 0
       const rows = await trx
         .updateTable('message_recipients')
         .set({ status: 'failed', failed_at: at.toISOString(), error: CANCELLED })

@@ -5,7 +5,8 @@ import type { SendWindow } from '../broadcasts/schemas.js'
 
 /** What the dispatcher obeys of a broadcast: its state, its pace and its send window. */
 export interface BroadcastControl {
-  broadcastId: string
+  /** Null for a broadcast deleted once cancelled. */
+  broadcastId: string | null
   status: BroadcastStatus
   maxPerMinute: number | null
   window: SendWindow | null
@@ -34,6 +35,8 @@ export class BroadcastControls {
   async of(messageIds: readonly string[]): Promise<Map<string, BroadcastControl>> {
     const stale = performance.now() - this.readAt > CONTROLS_READ_EVERY_MS
     if (stale || messageIds.some((id) => !this.known.has(id))) await this.read(messageIds)
+    // A read already under way when this one was asked for may not have covered these.
+    if (messageIds.some((id) => !this.known.has(id))) await this.read(messageIds)
     const found = new Map<string, BroadcastControl>()
     for (const id of messageIds) {
       const control = this.known.get(id)
@@ -56,9 +59,15 @@ export class BroadcastControls {
         ? []
         : await this.db.selectFrom('broadcasts').select(['id', 'message_id', 'status', 'max_per_minute', 'send_window']).where('message_id', 'in', ids).execute()
     const known = new Map<string, BroadcastControl>()
+    // Only a cancelled broadcast can be deleted while its recipients wait (a sending or
+    // paused one cannot): a broadcast message whose broadcast is gone is cancelled.
+    for (const id of messageIds) known.set(id, { broadcastId: null, status: 'cancelled', maxPerMinute: null, window: null })
     for (const row of rows) {
       // Finished broadcasts are not looked up again.
-      if (row.status === 'completed') continue
+      if (row.status === 'completed') {
+        known.delete(row.message_id!)
+        continue
+      }
       known.set(row.message_id!, { broadcastId: row.id, status: row.status, maxPerMinute: row.max_per_minute === null ? null : Number(row.max_per_minute), window: parseWindow(row.send_window) })
     }
     this.known = known

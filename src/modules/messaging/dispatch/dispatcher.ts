@@ -230,7 +230,7 @@ export class Dispatcher {
     for (let i = 0; i < broadcasts.length && broadcast.length < room; i++) {
       let share = Math.ceil((room - broadcast.length) / (broadcasts.length - i))
       const control = controls.get(broadcasts[i]!)
-      const pace = control?.maxPerMinute ? await takePace(db, control.broadcastId, control.maxPerMinute, share, clock.now()) : undefined
+      const pace = control?.maxPerMinute && control.broadcastId !== null ? await takePace(db, control.broadcastId, control.maxPerMinute, share, clock.now()) : undefined
       if (pace) share = pace.taken
       if (share === 0) continue
       const taken = await claimBroadcast(db, dialect, claim, now, broadcasts[i]!, share)
