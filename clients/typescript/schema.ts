@@ -641,7 +641,7 @@ export interface paths {
         };
         /**
          * Estimate what a broadcast would cost now
-         * @description The recipients a send now would reach and the credits it would take, exactly as the send counts them: each recipient's text (personalised, with tracked links at their real length) in segments, times its route's price, summed.
+         * @description The recipients a send now would reach and the credits it would take, exactly as the send counts them: each recipient's text (personalised, with tracked links at their real length) in segments, times its route's price, summed; 0 for a Playground key, whose sends are not charged.
          */
         get: operations["estimateBroadcast"];
         put?: never;
@@ -6851,7 +6851,7 @@ export interface operations {
                     "application/json": {
                         /** @description Contacts the broadcast would reach now (opted-out ones left out) */
                         recipients: number;
-                        /** @description What a send now would take: each recipient's segments × route price, summed; 0 for a sandboxed broadcast */
+                        /** @description What a send now would take: each recipient's segments × route price, summed; 0 when asked with a Playground key */
                         credits: number;
                     };
                 };

@@ -30,21 +30,23 @@ function toRenderContact(row: { first_name: string | null; last_name: string | n
 
 /** The message as one contact receives it: tracked links carry a code of the real length, so the segments are what that recipient pays. */
 export async function previewMessage(deps: MessagingDeps, accountId: string, body: PreviewBody): Promise<Preview> {
+  if (body.trackLinks === true && deps.publicUrl === undefined) throw ValidationFailed.field('trackLinks', 'tracked links need PUBLIC_URL, the address recipients reach this server at')
   const template = parseTemplate(body.message, { trackLinks: body.trackLinks === true })
   const contact = body.contactId === undefined ? SAMPLE_CONTACT : await contactOf(deps, accountId, body.contactId)
   const code = randomBytes(LINK_CODE_LENGTH / 2).toString('hex')
-  const text = renderText(template, contact, (i) => `${linkPrefix(deps.publicUrl ?? 'https://sms.example.com')}${code}${i}`)
+  const text = renderText(template, contact, (i) => `${linkPrefix(deps.publicUrl)}${code}${i}`)
   const { encoding, segments } = analyzeSms(text)
   return { text, encoding, segments }
 }
 
 /** What sending the broadcast now would reach and cost, counted as the send would count it. */
-export async function estimateBroadcast(deps: MessagingDeps, accountId: string, broadcastId: string): Promise<Estimate> {
+export async function estimateBroadcast(deps: MessagingDeps, accountId: string, broadcastId: string, sandbox: boolean): Promise<Estimate> {
   const broadcast = await queries.findBroadcast(deps.db, accountId, broadcastId)
   if (!broadcast) throw new NotFound('broadcast', broadcastId)
   const tally = await tallyTarget(deps, broadcast)
   const { segments } = analyzeSms(broadcast.message)
-  const credits = Number(broadcast.sandbox) === 1 ? 0 : tally.template.personalised ? tally.priceTotal : tally.priceTotal * segments
+  // As the send would: a Playground key's send is charged nothing, whoever wrote the draft.
+  const credits = sandbox ? 0 : tally.template.personalised ? tally.priceTotal : tally.priceTotal * segments
   return { recipients: tally.count, credits }
 }
 

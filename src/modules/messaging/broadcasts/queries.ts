@@ -156,20 +156,19 @@ export function abandonedWalks(db: Kysely<DB>) {
   return db.selectFrom('broadcasts').select('id').where('queue_after_id', 'is not', null).where('status', 'in', ['sending', 'paused']).where('lease_owner', 'is', null)
 }
 
-/** Recipients of a windowed broadcast's message due later than now: waiting for their window (or a carrier's retry). */
-export async function countWaitingForWindow(deps: { db: Kysely<DB>; readLong<T>(query: Compilable<T>): Promise<T[]> }, messageId: string, now: string): Promise<number> {
-  const [row] = await deps.readLong(
+/** A broadcast's queued recipients by their time zone (null: the window's), for counting those whose window is closed. */
+export async function queuedByTimeZone(deps: { db: Kysely<DB>; readLong<T>(query: Compilable<T>): Promise<T[]> }, messageId: string): Promise<{ zone: string | null; count: number }[]> {
+  const rows = await deps.readLong(
     deps.db
       .selectFrom('message_recipients')
-      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .select((eb) => ['time_zone', eb.fn.countAll<number>().as('count')])
       .where('message_id', '=', messageId)
       .where('status', '=', 'queued')
-      .where('lease_owner', 'is', null)
       // A literal: the broadcast lane's partial index serves only a query whose terms imply its own.
       .where('lane', '=', sql.lit(1))
-      .where('due_at', '>', now),
+      .groupBy('time_zone'),
   )
-  return Number(row?.count ?? 0)
+  return rows.map((row) => ({ zone: row.time_zone, count: Number(row.count) }))
 }
 
 /** Frees claims whose holder is gone; the broadcasts stay scheduled and are claimed again. */

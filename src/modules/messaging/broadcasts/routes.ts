@@ -135,12 +135,12 @@ export const broadcastRoutes: FastifyPluginAsyncTypebox<{ deps: MessagingDeps & 
       tags: ['broadcasts'],
       summary: 'Estimate what a broadcast would cost now',
       description:
-        "The recipients a send now would reach and the credits it would take, exactly as the send counts them: each recipient's text (personalised, with tracked links at their real length) in segments, times its route's price, summed.",
+        "The recipients a send now would reach and the credits it would take, exactly as the send counts them: each recipient's text (personalised, with tracked links at their real length) in segments, times its route's price, summed; 0 for a Playground key, whose sends are not charged.",
       params: IdParams,
       response: { 200: Estimate, ...problemResponses({ 404: NO_BROADCAST, 409: 'Its contact list or segment no longer exists' }) },
     },
     config: { auth },
-  }, (request) => estimateBroadcast(deps, accountIdOf(request), request.params.id))
+  }, (request) => estimateBroadcast(deps, accountIdOf(request), request.params.id, isSandboxed(request)))
 
   for (const control of CONTROLS) {
     app.post(`/v1/broadcasts/:id/${control.verb}`, {

@@ -112,7 +112,7 @@ export type Preview = Static<typeof Preview>
 
 export const Estimate = Type.Object({
   recipients: Type.Integer({ description: 'Contacts the broadcast would reach now (opted-out ones left out)' }),
-  credits: Type.Integer({ description: "What a send now would take: each recipient's segments × route price, summed; 0 for a sandboxed broadcast" }),
+  credits: Type.Integer({ description: "What a send now would take: each recipient's segments × route price, summed; 0 when asked with a Playground key" }),
 })
 export type Estimate = Static<typeof Estimate>
 

@@ -3,6 +3,9 @@ import type { SendWindow } from './schemas.js'
 
 const MINUTE_MS = 60_000
 const DAY_MINUTES = 24 * 60
+const QUARTER_HOUR_MS = 15 * MINUTE_MS
+/** Clock changes are at most two hours. */
+const MAX_STEPS_BACK = 8
 
 // Building a formatter costs tens of microseconds; a broadcast's recipients share a few zones.
 const formatters = new Map<string, Intl.DateTimeFormat | null>()
@@ -65,6 +68,14 @@ export function nextOpening(window: SendWindow, now: Date, contactZone?: string 
     const back = drift > DAY_MINUTES / 2 ? drift - DAY_MINUTES : drift
     const corrected = new Date(opening.getTime() - back * MINUTE_MS)
     if (inside(localMinutes(corrected, zone), start, end) && corrected > now) opening = corrected
+  }
+  // On the night the clocks jump over the start, the window opens with the first minute
+  // after the jump: walk back, a quarter of an hour at a time (every offset is a multiple
+  // of one), while the time before is still inside the window and still ahead of now.
+  for (let step = 0; step < MAX_STEPS_BACK; step++) {
+    const earlier = new Date(opening.getTime() - QUARTER_HOUR_MS)
+    if (earlier <= now || !inside(localMinutes(earlier, zone), start, end)) break
+    opening = earlier
   }
   return opening
 }

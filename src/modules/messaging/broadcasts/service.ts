@@ -9,7 +9,7 @@ import { campaignEvent } from './events.js'
 import * as queries from './queries.js'
 import type { Broadcast, BroadcastBody, SendBroadcastBody, SendBroadcastResult } from './schemas.js'
 import { compileTarget, startBroadcast, tallyTarget } from './start.js'
-import { isTimeZone, parseWindow } from './send-window.js'
+import { isTimeZone, nextOpening, parseWindow } from './send-window.js'
 import { mayRenderEmpty, parseTemplate } from './template.js'
 import { price, senderIdError } from '../content.js'
 import type { MessagingDeps } from '../deps.js'
@@ -95,10 +95,13 @@ function toBroadcast(row: queries.BroadcastRow, waitingForWindow = 0): Broadcast
   }
 }
 
-/** The recipients of a windowed broadcast waiting for their window; counted off the request path's connection. */
+/** The queued recipients of a windowed broadcast whose window is closed now, in their time zone; counted off the request path's connection. */
 async function waitingOf(deps: MessagingDeps, row: queries.BroadcastRow): Promise<number> {
-  if (row.send_window === null || row.message_id === null || (row.status !== 'sending' && row.status !== 'paused')) return 0
-  return queries.countWaitingForWindow(deps, row.message_id, deps.clock.now().toISOString())
+  const window = parseWindow(row.send_window)
+  if (window === null || row.message_id === null || (row.status !== 'sending' && row.status !== 'paused')) return 0
+  const now = deps.clock.now()
+  const zones = await queries.queuedByTimeZone(deps, row.message_id)
+  return zones.reduce((sum, { zone, count }) => sum + (nextOpening(window, now, zone) === undefined ? 0 : count), 0)
 }
 
 async function withWaiting(deps: MessagingDeps, row: queries.BroadcastRow): Promise<Broadcast> {
