@@ -284,6 +284,26 @@ export interface paths {
         patch: operations["updateContact"];
         trace?: never;
     };
+    "/v1/contacts/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export the contacts as CSV
+         * @description Every contact of the account as a CSV file, one record each, oldest first. The attribute names are read first, then the contacts; both are streamed as they are read, so a million contacts download without the server holding them, and a client that goes away stops the reading. Columns: id, phoneNumber, firstName, lastName, email, country, optedOut, createdAt, then one per attribute name any contact of the account has, sorted, headed by the name (`attributes.<name>` for a name that is also one of the columns before), empty where the contact has no such attribute. `optedOut` is true or false; times are ISO 8601 UTC. RFC 4180 CSV in UTF-8: a header row, then one record per line, lines ending in CRLF; a cell holding a comma, a double quote or a line break is quoted, its quotes doubled; an empty cell is a null. As spreadsheet exports usually do against formula injection, a text cell that begins with =, +, -, @, a tab or a carriage return gets a single quote (') in front, so that a spreadsheet shows it as text instead of running it; a cell that is only a number (+14155550100, -5) is left as it is.
+         */
+        get: operations["exportContacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/contact-lists": {
         parameters: {
             query?: never;
@@ -540,6 +560,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sms/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export the message log as CSV
+         * @description The account's message log as a CSV file, one record per recipient of each message created in [`from`, `to`), ordered by the message's creation time, then the message, then the recipient. Streamed as it is read: a million recipients download without the server holding them, and a client that goes away stops the reading. Columns: messageId, broadcastId, phoneNumber, status, carrier, segments, credits, sentAt, deliveredAt, failedAt, error. `segments` are the recipient's own parts (a personalised broadcast's text) or else the message's; `credits` what it was charged when queued, its route's price times its segments (0 in the sandbox and for the free replies to STOP and START; a refund of a recipient that failed before reaching a carrier is not subtracted); times are ISO 8601 UTC. RFC 4180 CSV in UTF-8: a header row, then one record per line, lines ending in CRLF; a cell holding a comma, a double quote or a line break is quoted, its quotes doubled; an empty cell is a null. As spreadsheet exports usually do against formula injection, a text cell that begins with =, +, -, @, a tab or a carriage return gets a single quote (') in front, so that a spreadsheet shows it as text instead of running it; a cell that is only a number (+14155550100, -5) is left as it is. Any API key (Sms ones too) or a session.
+         */
+        get: operations["exportSms"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/broadcasts/preview": {
         parameters: {
             query?: never;
@@ -726,6 +766,46 @@ export interface paths {
          * @description Renders the message for a contact (the one named, else the first of the audience, else the sample contact) and sends it to 1 to 5 numbers as an ordinary SMS, charged as POST /v1/sms/send is; tracked links go out as their original URLs. The broadcast stays as it is.
          */
         post: operations["testSendBroadcast"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stats/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Message totals over time
+         * @description Per hour or day of `timeZone` (UTC by default), from the interval holding `from` to the last that starts before `to`, every interval listed (zeros included, at most 2,000): recipients queued, sent, delivered and failed, and credits debited minus refunded, each counted when it happened. With `broadcastId`, one broadcast's; with `carrier`, one carrier connection's. Read from totals kept as recipients change, so a range of months answers as fast as a day. Replies to opt-outs are not counted. Any API key (Sms ones too) or a session.
+         */
+        get: operations["getMessageStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stats/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Top failure reasons
+         * @description The errors recipients failed with in the range (carrier errors, refusals, cancellations, opt-outs), most frequent first, each with how many failed so, the number of the latest of them and when it failed. Counted per UTC day: the range is widened to whole UTC days. Any API key (Sms ones too) or a session.
+         */
+        get: operations["getErrorStats"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1030,6 +1110,26 @@ export interface paths {
          * @description Sends `payload` (a string holding a JSON document, else 422) to the webhook once, now, signed like any delivery (inactive webhooks too), and answers its log entry. It is never retried automatically; POST /v1/webhooks/logs/{logId}/retry sends it again.
          */
         post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stats/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Webhook delivery attempts over time
+         * @description The account's webhook delivery attempts per local hour or day of `timeZone` (UTC by default), by outcome: delivered (a 2xx), retried (failed, and an automatic retry was due), failed (failed, and none was). Every interval from the one holding `from` to the one holding the instant before `to` is listed, whole, zeros included; at most 2000, else 422. Counted from the attempt log as it grows (a second or so behind it) and kept after the log's retention. With the backlog now: deliveries not finished and when the longest-waiting was due.
+         */
+        get: operations["getWebhookStats"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3454,6 +3554,101 @@ export interface operations {
             };
         };
     };
+    exportContacts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CSV file, streamed as it is read */
+            200: {
+                headers: {
+                    /** @description attachment, with the file name to save it under */
+                    "content-disposition": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description Malformed request: an HTTP/1.1 request has no Host header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked credentials (send Authorization: Bearer <API key or session JWT>) */
+            401: {
+                headers: {
+                    /** @description Always `Bearer` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An Sms API key was sent: this endpoint takes a Full or Playground key, or a session */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names every bad field (a query, path or body value; text holding U+0000 or a lone surrogate is refused everywhere) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (RATE_LIMIT_PER_SECOND per API key, session or address); send again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending again */
+                    "retry-after"?: number;
+                    /** @description Requests allowed in the window */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the window (0) */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error: the response has a fixed text; the details are only in the server log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server is shutting down and takes no new requests: send the request again (to another node, if there is one) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listContactLists: {
         parameters: {
             query?: {
@@ -5642,6 +5837,105 @@ export interface operations {
             };
         };
     };
+    exportSms: {
+        parameters: {
+            query: {
+                /**
+                 * @description Messages created at or after this instant
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                from: string;
+                /**
+                 * @description Messages created before this instant; after `from`
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                to: string;
+                /** @description The file format: only csv for now, which is also what an absent format means */
+                format?: "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CSV file, streamed as it is read */
+            200: {
+                headers: {
+                    /** @description attachment, with the file name to save it under */
+                    "content-disposition": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description Malformed request: an HTTP/1.1 request has no Host header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked credentials (send Authorization: Bearer <API key or session JWT>) */
+            401: {
+                headers: {
+                    /** @description Always `Bearer` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names every bad field (a query, path or body value; text holding U+0000 or a lone surrogate is refused everywhere) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (RATE_LIMIT_PER_SECOND per API key, session or address); send again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending again */
+                    "retry-after"?: number;
+                    /** @description Requests allowed in the window */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the window (0) */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error: the response has a fixed text; the details are only in the server log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server is shutting down and takes no new requests: send the request again (to another node, if there is one) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     previewBroadcastMessage: {
         parameters: {
             query?: never;
@@ -7658,6 +7952,254 @@ export interface operations {
                 };
             };
             /** @description Validation failed: `errors` names every bad field (a query, path or body value; text holding U+0000 or a lone surrogate is refused everywhere) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (RATE_LIMIT_PER_SECOND per API key, session or address); send again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending again */
+                    "retry-after"?: number;
+                    /** @description Requests allowed in the window */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the window (0) */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error: the response has a fixed text; the details are only in the server log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server is shutting down and takes no new requests: send the request again (to another node, if there is one) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getMessageStats: {
+        parameters: {
+            query: {
+                /**
+                 * @description Start of the range (inclusive), with a UTC offset
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                from: string;
+                /**
+                 * @description End of the range (exclusive); after `from`
+                 * @example 2026-11-08T00:00:00Z
+                 */
+                to: string;
+                /** @description An hour or a day of `timeZone` */
+                interval: "hour" | "day";
+                /** @description The IANA time zone whose hours and days the series follows (daylight saving time included: a day is then 23 or 25 hours long) */
+                timeZone?: string;
+                /** @description Only this broadcast's recipients and credits */
+                broadcastId?: string;
+                /** @description Only what this carrier connection did, by name (as `carrier` on a recipient): sent, delivered, and failures it answered; queued and credits are then 0, as they come before a carrier */
+                carrier?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description An hour or a day of `timeZone` */
+                        interval: "hour" | "day";
+                        timeZone: string;
+                        /** @description Every interval from the one holding `from` to the last that starts before `to`, zeros included; each counts all of its time */
+                        series: {
+                            /**
+                             * Format: date-time
+                             * @description The UTC instant the interval starts at: the zone's full hour or midnight
+                             * @example 2026-11-21T10:00:00.000Z
+                             */
+                            start: string;
+                            /** @description Recipients queued: a single send's when it was requested, a broadcast's as they were written (those not yet written when it was cancelled are not) */
+                            queued: number;
+                            /** @description Recipients handed to a carrier */
+                            sent: number;
+                            /** @description Recipients whose every part a carrier reported delivered */
+                            delivered: number;
+                            /** @description Recipients failed: refused at hand-off, by a receipt, cancelled, or opted out before the hand-off */
+                            failed: number;
+                            /** @description Credits debited minus credits refunded; negative when more was refunded than debited */
+                            credits: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description Malformed request: an HTTP/1.1 request has no Host header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked credentials (send Authorization: Bearer <API key or session JWT>) */
+            401: {
+                headers: {
+                    /** @description Always `Bearer` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The broadcast does not exist, or belongs to another account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `to` is not after `from`, the range holds more than 2,000 intervals, or `timeZone` is not an IANA time zone */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (RATE_LIMIT_PER_SECOND per API key, session or address); send again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending again */
+                    "retry-after"?: number;
+                    /** @description Requests allowed in the window */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the window (0) */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error: the response has a fixed text; the details are only in the server log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server is shutting down and takes no new requests: send the request again (to another node, if there is one) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getErrorStats: {
+        parameters: {
+            query: {
+                /**
+                 * @description Start of the range (inclusive), with a UTC offset
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                from: string;
+                /**
+                 * @description End of the range (exclusive); after `from`
+                 * @example 2026-11-08T00:00:00Z
+                 */
+                to: string;
+                /** @description Errors to list, 1 to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Most frequent first */
+                        items: {
+                            /** @description Why the recipients failed, as on the recipient (its first 200 characters) */
+                            error: string;
+                            /** @description Recipients that failed so */
+                            count: number;
+                            /** @description The phone number of the latest of them */
+                            exampleRecipient: string;
+                            /**
+                             * Format: date-time
+                             * @description When the latest of them failed
+                             * @example 2026-11-21T10:00:00.000Z
+                             */
+                            lastAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Malformed request: an HTTP/1.1 request has no Host header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked credentials (send Authorization: Bearer <API key or session JWT>) */
+            401: {
+                headers: {
+                    /** @description Always `Bearer` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `to` is not after `from` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10329,6 +10871,144 @@ export interface operations {
             };
             /** @description The content type of the body is missing, malformed or not one this endpoint takes: send JSON (application/json) */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Validation failed: `errors` names every bad field (a query, path or body value; text holding U+0000 or a lone surrogate is refused everywhere) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (RATE_LIMIT_PER_SECOND per API key, session or address); send again after Retry-After seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before sending again */
+                    "retry-after"?: number;
+                    /** @description Requests allowed in the window */
+                    "ratelimit-limit"?: number;
+                    /** @description Requests left in the window (0) */
+                    "ratelimit-remaining"?: number;
+                    /** @description Seconds until the window resets */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error: the response has a fixed text; the details are only in the server log */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server is shutting down and takes no new requests: send the request again (to another node, if there is one) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWebhookStats: {
+        parameters: {
+            query: {
+                /**
+                 * @description The series starts with the interval holding this instant
+                 * @example 2026-11-01T00:00:00Z
+                 */
+                from: string;
+                /**
+                 * @description The series ends with the interval holding the instant just before this one (exclusive); at most 2000 intervals from `from`
+                 * @example 2026-12-01T00:00:00Z
+                 */
+                to: string;
+                /** @description The length of each interval of the series: a local hour or a local day of `timeZone` */
+                interval: "hour" | "day";
+                /**
+                 * @description The IANA time zone whose hours or days the intervals are; UTC when absent
+                 * @example Europe/Paris
+                 */
+                timeZone?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The length of each interval of the series: a local hour or a local day of `timeZone` */
+                        interval: "hour" | "day";
+                        /** @description The time zone of the intervals, as given (UTC when none was) */
+                        timeZone: string;
+                        /** @description Every interval from the one holding `from` to the one before `to`, in order, those without attempts included */
+                        series: {
+                            /**
+                             * Format: date-time
+                             * @description When the interval begins (UTC); it ends where the next one begins
+                             * @example 2026-11-21T00:00:00.000Z
+                             */
+                            start: string;
+                            /** @description Attempts answered with a 2xx */
+                            delivered: number;
+                            /** @description Failed attempts after which no automatic attempt was due: the delivery ended without success (its retries used up, a 410, its webhook switched off), or a test or retry on request of a delivery that had ended */
+                            failed: number;
+                            /** @description Failed attempts after which the delivery waited for its next automatic attempt */
+                            retried: number;
+                        }[];
+                        /** @description Where deliveries stand now, whatever `from` and `to` are */
+                        backlog: {
+                            /** @description Deliveries of the account not finished now: first attempts not made yet, and deliveries waiting for a retry */
+                            pending: number;
+                            /** @description When the longest-waiting of them was due; null when none is pending */
+                            oldestPendingAt: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Malformed request: an HTTP/1.1 request has no Host header */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked credentials (send Authorization: Bearer <API key or session JWT>) */
+            401: {
+                headers: {
+                    /** @description Always `Bearer` */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An Sms API key was sent: this endpoint takes a Full or Playground key, or a session */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -195,6 +195,8 @@ async function settledSnapshot(): Promise<StoreSnapshot> {
   for (let attempt = 0; attempt < 25; attempt++) {
     await new Promise((resolve) => setTimeout(resolve, 200))
     await server.app.platform.relay.drain()
+    // The webhook stats follow the attempt log a second or so behind: counted now, not during the sweep.
+    await server.app.platform.webhooks.rollUpStats()
     const current = await snapshotStore(server.app.platform.store.db, IGNORED)
     if (snapshotChanges(previous, current).length === 0) return current
     previous = current

@@ -96,8 +96,9 @@ describe('the OpenAPI document', () => {
     const defaulted = operations.flatMap(({ name, operation }) =>
       (operation.parameters ?? []).filter((p) => p.schema?.default !== undefined).map((p) => ({ name, parameter: p })),
     )
-    // pageNumber and pageSize of eight lists, limit of two segment previews and of the webhook logs.
-    expect(defaulted.length).toBe(19)
+    // pageNumber and pageSize of eight lists, limit of two segment previews, of the webhook logs
+    // and of the top errors, timeZone of the message series.
+    expect(defaulted.length).toBe(21)
     for (const { name, parameter } of defaulted) expect(parameter.required, `${name} ${parameter.name}`).toBe(false)
     const stream = operations.find((o) => o.name === 'GET /v1/push/stream')!.operation
     expect(stream.parameters?.find((p) => p.name === 'token')?.required).toBe(true)

@@ -52,11 +52,15 @@ const ACCESS: Record<string, string> = {
   sendSms:                'Sms Full Playground session',
   listSms:                'Sms Full Playground session',
   getSms:                 'Sms Full Playground session',
+  getMessageStats:        'Sms Full Playground session',
+  getErrorStats:          'Sms Full Playground session',
+  exportSms:              'Sms Full Playground session',
   simulateInboundSms:     'Sms Full Playground session',
   importContacts:         '    Full Playground session',
   getContactImport:       '    Full Playground session',
   createContacts:         '    Full Playground session',
   listContacts:           '    Full Playground session',
+  exportContacts:         '    Full Playground session',
   createContact:          '    Full Playground session',
   getContact:             '    Full Playground session',
   updateContact:          '    Full Playground session',
@@ -95,6 +99,7 @@ const ACCESS: Record<string, string> = {
   listWebhookLogs:        '    Full Playground session',
   retryWebhookDelivery:   '    Full Playground session',
   testWebhook:            '    Full Playground session',
+  getWebhookStats:        '    Full Playground session',
   issuePushToken:         '    Full Playground session',
   publishPushEvent:       '    Full Playground session',
 }
@@ -249,13 +254,15 @@ describe('the scope matrix', () => {
     )
   })
 
-  // api.md: an Sms key may call the /v1/sms operations and GET /account only; Full and
-  // Playground keys have the same rights; sessions have Full rights.
-  it('follows api.md: an Sms key reaches only /v1/sms and getAccount, Playground as far as Full, a session wherever a key', () => {
+  // api.md: an Sms key may call the /v1/sms operations and GET /account only (and the
+  // totals of those messages, /v1/stats/messages and /errors); Full and Playground keys
+  // have the same rights; sessions have Full rights.
+  it('follows api.md: an Sms key reaches only /v1/sms, its totals and getAccount, Playground as far as Full, a session wherever a key', () => {
+    const messageTotals = ['/v1/stats/messages', '/v1/stats/errors']
     for (const operation of operations.list) {
       const access = accessOf(operation.operationId)
       if (access === 'public' || access === 'admin') continue
-      const smsMayCall = operation.path.startsWith('/v1/sms/') || operation.path === '/v1/sms' || operation.operationId === 'getAccount'
+      const smsMayCall = operation.path.startsWith('/v1/sms/') || operation.path === '/v1/sms' || messageTotals.includes(operation.path) || operation.operationId === 'getAccount'
       const takesKeys = access.some((caller) => caller !== 'session')
       expect(access.includes('Sms'), operation.operationId).toBe(takesKeys && smsMayCall)
       expect(access.includes('Full'), operation.operationId).toBe(takesKeys)

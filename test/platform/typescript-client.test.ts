@@ -129,6 +129,10 @@ describe('the generated TypeScript client against a real server', () => {
     expect(renamed).toMatchObject({ firstName: 'Ada', lastName: 'Lovelace' })
     const search = await unwrap(apiKey.GET('/v1/contacts', { params: { query: { search: 'Lovelace' } } }))
     expect(search.items.map((c) => c.id)).toEqual([contactId])
+    // A CSV answer is text: read as such, not as JSON.
+    const contactsCsv = await unwrap(apiKey.GET('/v1/contacts/export', { parseAs: 'text' }))
+    expect(contactsCsv.split('\r\n')[0]).toBe('id,phoneNumber,firstName,lastName,email,country,optedOut,createdAt,plan')
+    expect(contactsCsv).toContain(`${contactId},+14155550102,Ada,Lovelace,,US,false,`)
 
     const listId = await unwrap(apiKey.POST('/v1/contact-lists', { body: { name: 'Gold', description: 'Typed' } }))
     const lists = await unwrap(apiKey.GET('/v1/contact-lists'))
@@ -190,9 +194,27 @@ describe('the generated TypeScript client against a real server', () => {
     expect(message.recipients).toEqual([expect.objectContaining({ phoneNumber: '+14155550100' })])
     const log = await unwrap(apiKey.GET('/v1/sms', { params: { query: { pageSize: 10 } } }))
     expect(log.items).toEqual([expect.objectContaining({ messageId: id, senderId: 'Typed' })])
+    const to = new Date(Date.parse(message.createdAt) + 1).toISOString()
+    const smsCsv = await unwrap(apiKey.GET('/v1/sms/export', { params: { query: { from: message.createdAt, to, format: 'csv' } }, parseAs: 'text' }))
+    expect(smsCsv.split('\r\n')).toEqual(['messageId,broadcastId,phoneNumber,status,carrier,segments,credits,sentAt,deliveredAt,failedAt,error', expect.stringMatching(new RegExp(`^${id},,\\+14155550100,`)), ''])
 
     const reply = await apiKey.POST('/v1/sms/inbound', { body: { from: '+14155550100', to: INBOUND_NUMBER, content: 'Thanks' } })
     expect(reply.response.status).toBe(202)
+  })
+
+  it('reads the message totals over time and the top failure reasons', async () => {
+    // The SMS of the test before: queued and paid for today, in UTC.
+    const from = new Date(Date.now() - 3_600_000).toISOString()
+    const to = new Date(Date.now() + 3_600_000).toISOString()
+    const totals = await unwrap(apiKey.GET('/v1/stats/messages', { params: { query: { from, to, interval: 'hour' } } }))
+    expect(totals).toMatchObject({ interval: 'hour', timeZone: 'UTC' })
+    expect(totals.series.length).toBeGreaterThanOrEqual(2)
+    expect(totals.series.reduce((sum, s) => sum + s.queued, 0)).toBe(1)
+    expect(totals.series.reduce((sum, s) => sum + s.credits, 0)).toBe(1)
+    const inKolkata = await unwrap(apiKey.GET('/v1/stats/messages', { params: { query: { from, to, interval: 'day', timeZone: 'Asia/Kolkata' } } }))
+    expect(inKolkata.series[0]!.start).toMatch(/T18:30:00\.000Z$/)
+    const errors = await unwrap(apiKey.GET('/v1/stats/errors', { params: { query: { from, to, limit: 5 } } }))
+    expect(errors).toEqual({ items: [] })
   })
 
   it('creates, replaces, sends and deletes broadcasts', async () => {
@@ -270,6 +292,16 @@ describe('the generated TypeScript client against a real server', () => {
     const logs = await unwrap(apiKey.GET('/v1/webhooks/{id}/logs', { params: { path, query: { limit: 10 } } }))
     expect(logs.map((entry) => entry.attempt)).toEqual([2, 1])
     expect(receiver.to('/typed').map((request) => request.body)).toEqual(['{"ping":true}', '{"ping":true}'])
+    // The two attempts reach the stats once the roll-up (every second or so) has read them.
+    const days = { from: test.deliveredAt, to: new Date(Date.parse(retried.deliveredAt) + 1).toISOString(), interval: 'day' as const }
+    const attempts = async () => {
+      const stats = await unwrap(apiKey.GET('/v1/stats/webhooks', { params: { query: days } }))
+      const sum = (outcome: 'delivered' | 'failed' | 'retried') => stats.series.reduce((total, day) => total + day[outcome], 0)
+      return { timeZone: stats.timeZone, delivered: sum('delivered'), failed: sum('failed'), retried: sum('retried'), backlog: stats.backlog }
+    }
+    await expect
+      .poll(attempts, { timeout: 10_000, interval: 100 })
+      .toEqual({ timeZone: 'UTC', delivered: 2, failed: 0, retried: 0, backlog: { pending: 0, oldestPendingAt: null } })
 
     const deleted = await apiKey.DELETE('/v1/webhooks/{id}', { params: { path } })
     expect(deleted.response.status).toBe(204)

@@ -41,6 +41,14 @@ export type BroadcastEstimate = ResponseBody<'estimateBroadcast', 200>
 /** POST /v1/broadcasts/{id}/test: answered as POST /v1/sms/send is. */
 export type BroadcastTestResult = ResponseBody<'testSendBroadcast', 201>
 
+// Insights: the stats endpoints' answers.
+/** GET /v1/stats/messages: counts per hour or day (queued, sent, delivered, failed, credits). */
+export type MessageStats = ResponseBody<'getMessageStats', 200>
+/** GET /v1/stats/errors: the errors recipients failed with, most frequent first. */
+export type ErrorStats = ResponseBody<'getErrorStats', 200>
+/** GET /v1/stats/webhooks: delivery attempts per interval by outcome, and the backlog now. */
+export type WebhookStats = ResponseBody<'getWebhookStats', 200>
+
 /** The API's RFC 9457 problem details as an error: what the server answered, or a network failure (status 0). */
 export { ProblemError as ApiError }
 

@@ -29,6 +29,20 @@ export async function debit(trx: Transaction<DB>, accountId: string, amount: num
 }
 
 /**
+ * A write of debitWith's statement that adds to counters (an upsert). PostgreSQL lets one
+ * statement upsert a row only once, so where debits go together their writes of the same
+ * `name` become one: `write` is given the `part` of each, in order.
+ */
+export interface CombinedWrite<T> {
+  name: string
+  part: T
+  write(parts: readonly T[]): RawBuilder<unknown>
+}
+
+/** The body of a WITH member of debitWith's statement; it selects from `debit`. */
+export type PaidWrite = RawBuilder<unknown> | CombinedWrite<unknown>
+
+/**
  * The debit and the writes it pays for as one statement in autocommit, for a store with
  * writable WITH (PostgreSQL). The account's row is locked from the debit to the commit;
  * in a transaction of several statements that lock would also be held across the round
@@ -44,7 +58,7 @@ export async function debit(trx: Transaction<DB>, accountId: string, amount: num
  * group runs alone, in order, and gets its own answer. A group that crosses the
  * LowBalance threshold fires it once, with the balance after the group.
  */
-export function debitWith(db: Kysely<DB>, accountId: string, amount: number, at: Date, paidWrites: readonly RawBuilder<unknown>[]): Promise<void> {
+export function debitWith(db: Kysely<DB>, accountId: string, amount: number, at: Date, paidWrites: readonly PaidWrite[]): Promise<void> {
   return new Promise((resolve, reject) => {
     let accounts = waiting.get(db)
     if (!accounts) waiting.set(db, (accounts = new Map()))
@@ -58,7 +72,7 @@ export function debitWith(db: Kysely<DB>, accountId: string, amount: number, at:
 interface PendingDebit {
   amount: number
   at: Date
-  paidWrites: readonly RawBuilder<unknown>[]
+  paidWrites: readonly PaidWrite[]
   resolve(): void
   reject(err: unknown): void
 }
@@ -105,7 +119,7 @@ async function debitInOneStatement(
   accountId: string,
   amount: number,
   at: Date,
-  paidWrites: readonly RawBuilder<unknown>[],
+  paidWrites: readonly PaidWrite[],
   named: boolean,
 ): Promise<void> {
   const lowBalance = emitFromRow(
@@ -113,7 +127,7 @@ async function debitInOneStatement(
     sql<string>`json_build_object('balance', balance, 'threshold', low_balance_threshold, 'at', ${at.toISOString()}::text)::text`,
     sql`debit where balance + ${amount} >= low_balance_threshold and balance < low_balance_threshold`,
   )
-  const members = paidWrites.map((write, i) => sql`, ${sql.raw(`paid_${i}`)} as (${write})`)
+  const members = combined(paidWrites).map((write, i) => sql`, ${sql.raw(`paid_${i}`)} as (${write})`)
   const statement = sql<{ balance: string | number; low_balance: boolean }>`
     with debit as (
       update accounts set balance = balance - ${amount}, updated_at = ${at.toISOString()}
@@ -126,6 +140,25 @@ async function debitInOneStatement(
   const row = rows[0]
   if (!row) throw await insufficient(db, accountId, amount)
   if (row.low_balance) announceEmitted()
+}
+
+/** The writes as members: combined ones once per name, where the first of that name stood. */
+function combined(writes: readonly PaidWrite[]): RawBuilder<unknown>[] {
+  const byName = new Map<string, { write: CombinedWrite<unknown>; parts: unknown[] }>()
+  const members: (RawBuilder<unknown> | string)[] = []
+  for (const write of writes) {
+    if (!('part' in write)) members.push(write)
+    else if (byName.has(write.name)) byName.get(write.name)!.parts.push(write.part)
+    else {
+      byName.set(write.name, { write, parts: [write.part] })
+      members.push(write.name)
+    }
+  }
+  return members.map((member) => {
+    if (typeof member !== 'string') return member
+    const { write, parts } = byName.get(member)!
+    return write.write(parts)
+  })
 }
 
 async function insufficient(db: Kysely<DB> | Transaction<DB>, accountId: string, amount: number): Promise<InsufficientCredits> {

@@ -21,7 +21,9 @@ import { ReceiptRecorder } from './dispatch/receipts.js'
 import { ClickRecorder, DEFAULT_CLICK_RECORDER } from './links/recorder.js'
 import { linkRoutes } from './links/routes.js'
 import { DEFAULT_LINK_CACHE, LinkResolver } from './links/service.js'
+import { smsExportRoutes } from './sms/export-routes.js'
 import { smsRoutes } from './sms/routes.js'
+import { statsRoutes } from './stats/routes.js'
 import { CarrierConnections } from './routing/connections.js'
 import type { StoredConnection } from './routing/queries.js'
 import { routingRoutes } from './routing/routes.js'
@@ -214,7 +216,9 @@ export class Messaging implements AppModule {
 
   readonly routes: FastifyPluginAsync = async (app) => {
     await app.register(smsRoutes, { deps: this.deps, simulatorActive: this.simulatorActive })
+    await app.register(smsExportRoutes, { deps: this.deps })
     await app.register(broadcastRoutes, { deps: this.deps })
+    await app.register(statsRoutes, { deps: this.deps })
     await app.register(linkRoutes, { resolver: this.links, recorder: this.clicks, clock: this.deps.clock })
     if (this.options.adminEnabled) await app.register(routingRoutes, { deps: this.routingAdmin })
     await app.register(carrierCallbackRoutes, {

@@ -52,7 +52,7 @@ function settlementOf(outcome: AttemptOutcome, active: Set<string>, scheduleMs: 
   }
 }
 
-function logOf(outcome: AttemptOutcome, attempt: number): queries.LogRow {
+function logOf(outcome: AttemptOutcome, settlement: queries.DeliverySettlement): queries.LogRow {
   const { delivery, result, at } = outcome
   return {
     id: newId(),
@@ -61,13 +61,15 @@ function logOf(outcome: AttemptOutcome, attempt: number): queries.LogRow {
     account_id: delivery.accountId,
     event_id: delivery.eventId,
     event_type: delivery.eventType,
-    attempt,
+    attempt: settlement.attempts,
     status_code: result.statusCode,
     success: result.success ? 1 : 0,
     duration_ms: result.durationMs,
     error: result.error,
     response_body: result.responseBody,
     delivered_at: at.toISOString(),
+    // The stats count a failed attempt with a next one as retried (stats-rollup.ts).
+    next_attempt_at: settlement.nextAttemptAt,
   }
 }
 
@@ -105,7 +107,7 @@ export async function recordAttempts(
     const recorded = outcomes.map((outcome, i): RecordedAttempt | undefined => {
       const settlement = settlements[i]!
       if (!settled.has(settlement.id)) return undefined
-      return { log: logOf(outcome, settlement.attempts), deactivated: outcome.result.gone, nextAttemptAt: settlement.nextAttemptAt }
+      return { log: logOf(outcome, settlement), deactivated: outcome.result.gone, nextAttemptAt: settlement.nextAttemptAt }
     })
     await queries.insertLogs(trx, recorded.flatMap((r) => (r ? [r.log] : [])))
     for (const [i, outcome] of outcomes.entries()) {

@@ -4,18 +4,19 @@ import type { DB, WebhookLogsTable } from '../../platform/db/schema.js'
 import { createBulkInsert } from '../../platform/db/bulk.js'
 
 type Handle = Kysely<DB> | Transaction<DB>
-export type LogRow = Selectable<WebhookLogsTable>
+/** A log entry as written; its tx_id is the store's (the stats roll-up reads it). */
+export type LogRow = Omit<Selectable<WebhookLogsTable>, 'tx_id'>
 
-const insertLogRows = createBulkInsert<WebhookLogsTable>({
+const insertLogRows = createBulkInsert<LogRow>({
   table: 'webhook_logs',
-  columns: ['id', 'delivery_id', 'webhook_id', 'account_id', 'event_id', 'event_type', 'attempt', 'status_code', 'success', 'duration_ms', 'error', 'response_body', 'delivered_at'],
+  columns: ['id', 'delivery_id', 'webhook_id', 'account_id', 'event_id', 'event_type', 'attempt', 'status_code', 'success', 'duration_ms', 'error', 'response_body', 'delivered_at', 'next_attempt_at'],
   types: {
     id: 'text', delivery_id: 'text', webhook_id: 'text', account_id: 'text', event_id: 'text', event_type: 'text', attempt: 'integer',
-    status_code: 'integer', success: 'integer', duration_ms: 'integer', error: 'text', response_body: 'text', delivered_at: 'text',
+    status_code: 'integer', success: 'integer', duration_ms: 'integer', error: 'text', response_body: 'text', delivered_at: 'text', next_attempt_at: 'text',
   },
 })
 
-export async function insertLogs(db: Handle, rows: readonly WebhookLogsTable[]): Promise<void> {
+export async function insertLogs(db: Handle, rows: readonly LogRow[]): Promise<void> {
   if (rows.length > 0) await insertLogRows(db, rows)
 }
 

@@ -1,9 +1,11 @@
 import { sql, type Compilable, type Kysely } from 'kysely'
 import type { Counter, Histogram } from 'prom-client'
 import type { Clock } from '../../platform/clock.js'
+import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import type { Metrics } from '../../platform/metrics/registry.js'
 import { JOB_COUNT_CAP, waitingInJobs } from './job-queries.js'
+import { findCursor, firstAttemptAfter } from './stats-queries.js'
 import type { DeliveryOutcome } from './sender.js'
 
 /** The due-deliveries gauge counts at most this many: a walk of the queue index, bounded per scrape. */
@@ -56,6 +58,21 @@ export class WebhookMetrics {
         const [job] = await readLong(db.selectFrom('webhook_jobs').select('created_at').where('lease_owner', 'is', null).orderBy('id').limit(1))
         const dueAt = [row?.next_attempt_at, job?.created_at].filter((at): at is string => typeof at === 'string').sort()[0]
         return [{ value: dueAt ? Math.max(0, (clock.now().getTime() - Date.parse(dueAt)) / 1000) : 0 }]
+      },
+    })
+  }
+
+  /** The stats roll-up's lag (stats-rollup.ts): one row and one step along the log's order from it. */
+  watchStatsRollup(db: Kysely<DB>, dialect: Dialect, readLong: <T>(query: Compilable<T>) => Promise<T[]>, clock: Clock): void {
+    this.metrics.storeGauge({
+      name: 'webhook_stats_rollup_lag_seconds',
+      help: 'Age of the oldest webhook delivery attempt logged and not yet counted in the stats (GET /v1/stats/webhooks); 0 when they are caught up. Store-wide: aggregate nodes with max().',
+      read: async () => {
+        const cursor = await findCursor(db)
+        // Every entry past the position, including those the roll-up may not read yet
+        // because an older transaction is still running (PostgreSQL).
+        const [first] = cursor ? await readLong(firstAttemptAfter(db, dialect, cursor)) : []
+        return [{ value: first ? Math.max(0, (clock.now().getTime() - Date.parse(first.delivered_at)) / 1000) : 0 }]
       },
     })
   }

@@ -9,6 +9,9 @@ import { WebhookMetrics } from './metrics.js'
 import { LogRetention } from './retention.js'
 import { SenderThread } from './sender-client.js'
 import { webhookRoutes } from './routes.js'
+import { StatsRollup } from './stats-rollup.js'
+import { webhookStatsRoutes } from './stats-routes.js'
+import type { WebhookStatsDeps } from './stats-service.js'
 import { createDeliveryAgent } from './ssrf.js'
 import { DeliveryWorker } from './worker.js'
 
@@ -36,8 +39,9 @@ export function createWebhooks(deps: WebhooksModuleDeps, options: WebhooksOption
 
 /**
  * The webhooks module put together: routes, the outbox consumer that fans events out to
- * deliveries, the worker that attempts them, log retention, and the demand broadcasts
- * ask before writing per-recipient events. app.ts builds one and starts it.
+ * deliveries, the worker that attempts them, log retention, the roll-up of attempts into
+ * stats, and the demand broadcasts ask before writing per-recipient events. app.ts
+ * builds one and starts it.
  */
 export class Webhooks implements AppModule {
   readonly demand: WebhookDemand
@@ -48,6 +52,8 @@ export class Webhooks implements AppModule {
   private readonly sender: SenderThread
   private readonly worker: DeliveryWorker
   private readonly retention: LogRetention
+  private readonly statsRollup: StatsRollup
+  private readonly statsDeps: WebhookStatsDeps
 
   constructor({ store, clock, logger: appLogger, leases, relay, metrics }: WebhooksModuleDeps, options: WebhooksOptions) {
     const logger = appLogger.child({ component: 'webhooks' })
@@ -59,6 +65,7 @@ export class Webhooks implements AppModule {
     this.sender = new SenderThread({ allowPrivateNetworks: options.allowPrivateNetworks, connections: WORKER.maxInFlight, maxInFlight: WORKER.maxInFlight, ...ca }, logger.child({ component: 'webhook-sender' }))
     const webhookMetrics = new WebhookMetrics(metrics)
     webhookMetrics.watchQueue(store.db, store.readLong, clock)
+    webhookMetrics.watchStatsRollup(store.db, store.dialect, store.readLong, clock)
     const deps: WebhooksDeps = { db: store.db, dialect: store.dialect, clock, demand: this.demand, allowPrivateNetworks: options.allowPrivateNetworks, metrics: webhookMetrics }
     this.deps = { ...deps, agent: this.agent, leases, timeoutMs: options.timeoutMs, retryScheduleMs: options.retryScheduleMs }
     // The fan-out, the worker and retention write on the store's background connection:
@@ -70,25 +77,35 @@ export class Webhooks implements AppModule {
       retryScheduleMs: options.retryScheduleMs,
     })
     this.retention = new LogRetention(store.background, clock, logger.child({ component: 'webhook-retention' }), options.logRetentionDays * 86_400_000)
+    this.statsRollup = new StatsRollup({ db: store.background, dialect: store.dialect, leases, metrics, logger: logger.child({ component: 'webhook-stats' }) })
+    this.statsDeps = { db: store.db, dialect: store.dialect, readLong: store.readLong }
     // Registered now, so the relay never prunes events before this consumer has a position.
     relay.subscribe(webhookFanOut(store.background, clock, () => this.worker.expectDeliveries()))
   }
 
   readonly routes: FastifyPluginAsync = async (app) => {
     await app.register(webhookRoutes, { deps: this.deps })
+    await app.register(webhookStatsRoutes, { deps: this.statsDeps })
   }
 
-  /** Hands its leased work to the leases and starts the worker and retention; call before leases.start(). */
+  /** Hands its leased work to the leases and starts the worker, retention and the stats roll-up; call before leases.start(). */
   async start(): Promise<void> {
     this.worker.manageLeasedWork()
     this.worker.start()
     this.retention.start()
+    this.statsRollup.start()
   }
 
   async stop(): Promise<void> {
+    await this.statsRollup.stop()
     await this.retention.stop()
     await this.worker.stop()
     await Promise.all([this.sender.close(), this.agent.close()])
+  }
+
+  /** Counts every attempt logged so far in the stats now, unless another node does (it also runs every second); returns how many it counted. */
+  rollUpStats(): Promise<number> {
+    return this.statsRollup.rollUp()
   }
 
   /** Deletes logs and finished deliveries past the retention now (it also runs hourly). */

@@ -179,6 +179,36 @@ export interface MessageRecipientsTable {
   time_zone: string | null
 }
 
+/** What recipients did per account, 15-minute bucket, broadcast and carrier (GET /v1/stats/messages). */
+export interface MessageStatsTable {
+  account_id: string
+  /** The bucket's UTC start, ISO text. */
+  bucket: string
+  /** '' for single sends. */
+  broadcast_id: string
+  /** The connection's name; '' for what happens before one takes the recipient (queued, credits, failures before a hand-off). */
+  carrier: string
+  queued: Generated<number>
+  sent: Generated<number>
+  delivered: Generated<number>
+  failed: Generated<number>
+  /** Debited minus refunded. */
+  credits: Generated<number>
+}
+
+/** Failures per account, UTC day and error text (GET /v1/stats/errors). */
+export interface MessageErrorStatsTable {
+  account_id: string
+  /** The day's UTC start, ISO text. */
+  bucket: string
+  /** Cut to 200 characters. */
+  error: string
+  count: number
+  /** The number of the newest failure counted here. */
+  example_recipient: string
+  last_at: string
+}
+
 export interface CarrierPartsTable {
   carrier: string
   /** The link that handed the part over (smpp system_id@host:port, or the simulator's name); '*' before it was kept. */
@@ -326,6 +356,32 @@ export interface WebhookLogsTable {
   error: string | null
   response_body: string | null
   delivered_at: string
+  /** When the delivery's next automatic attempt was due after this one; null when none was (it succeeded, or the delivery ended). */
+  next_attempt_at: string | null
+  /** PostgreSQL: the writing transaction's xid8 (as text when read), 0 for rows older than the column; SQLite: always 0. */
+  tx_id: Generated<string | number>
+}
+
+/** Webhook delivery attempts per account and 15-minute bucket, by outcome (GET /v1/stats/webhooks). */
+export interface WebhookStatsTable {
+  account_id: string
+  /** The bucket's UTC start, ISO text. */
+  bucket: string
+  /** 2xx answers. */
+  delivered: number
+  /** Failed attempts after which no automatic attempt was due. */
+  failed: number
+  /** Failed attempts after which the delivery waited for its next automatic attempt. */
+  retried: number
+}
+
+/** How far the webhook stats roll-up has read the attempt log (one row), and the node that rolls up. */
+export interface WebhookStatsCursorTable {
+  id: string
+  tx_id: string
+  last_id: string
+  lease_owner: string | null
+  lease_expires_at: string | null
 }
 
 export interface PushEventsTable {
@@ -393,6 +449,8 @@ export interface DB {
   carrier_binds: CarrierBindsTable
   messages: MessagesTable
   message_recipients: MessageRecipientsTable
+  message_stats: MessageStatsTable
+  message_error_stats: MessageErrorStatsTable
   carrier_parts: CarrierPartsTable
   simulator_messages: SimulatorMessagesTable
   idempotency_keys: IdempotencyKeysTable
@@ -412,6 +470,8 @@ export interface DB {
   webhook_deliveries: WebhookDeliveriesTable
   webhook_jobs: WebhookJobsTable
   webhook_logs: WebhookLogsTable
+  webhook_stats: WebhookStatsTable
+  webhook_stats_cursor: WebhookStatsCursorTable
   push_events: PushEventsTable
   push_history_trims: PushHistoryTrimsTable
 }

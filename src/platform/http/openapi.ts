@@ -22,6 +22,7 @@ const TAGS = [
   { name: 'sms', description: 'Sending SMS (priced in GSM-7 or UCS-2 segments, charged atomically, idempotent with Idempotency-Key) and their per-recipient status.' },
   { name: 'broadcasts', description: 'One message to a contact list or segment, evaluated when it is sent, now or at a scheduled time.' },
   { name: 'links', description: 'Tracked short links of broadcasts (GET /l/{code}, outside /v1): a redirect to the original URL, with clicks counted. Public and not rate limited.' },
+  { name: 'stats', description: 'Totals over time for charts: messages queued, sent, delivered and failed, credits, top failure reasons and webhook attempts, per hour or day of a time zone; read from rollups kept as things happen.' },
   { name: 'webhooks', description: 'Signed (Standard Webhooks) HTTPS deliveries of events, with retries, delivery logs, manual retries and test sends.' },
   { name: 'carriers', description: 'Where carriers call back: signed status callbacks and inbound messages of HTTP carrier connections (twilio). No API key; the carrier’s signature is the credential.' },
   { name: 'push', description: 'Realtime push to browsers: tokens for channels, publishing events, and reading them as Server-Sent Events.' },

@@ -7,13 +7,14 @@ import { Link } from '../router'
 import { useApi } from '../session'
 import { useLoad } from '../use-load'
 import { BroadcastBuilder } from './broadcasts/broadcast-builder'
+import { BroadcastInsights } from './broadcasts/broadcast-insights'
 import { BroadcastSummary } from './broadcasts/broadcast-summary'
 import { TestSendForm } from './broadcasts/test-send-form'
 import { useAudiences } from './broadcasts/use-audiences'
 
 const POLL_MS = 2000
 
-/** One broadcast: a draft opens in the builder, with a test send; a sent one shows its progress and controls. */
+/** One broadcast: a draft opens in the builder, with a test send; a sent one shows its progress, controls, funnel and hourly series. */
 export function BroadcastPage({ id }: { id: string }) {
   const api = useApi()
   const broadcast = useLoad((signal) => unwrap(api.GET('/v1/broadcasts/{id}', { params: { path: { id } }, signal })), `broadcast:${id}`)
@@ -44,7 +45,11 @@ export function BroadcastPage({ id }: { id: string }) {
               <TestSendForm broadcastId={data.id} contact={previewContact} />
             </>
           ) : (
-            <BroadcastSummary broadcast={data} audienceName={audienceName(data)} onChanged={reload} />
+            <>
+              <BroadcastSummary broadcast={data} audienceName={audienceName(data)} onChanged={reload} />
+              {/* A scheduled one has sent nothing yet: no series, no funnel. */}
+              {data.status === 'scheduled' ? null : <BroadcastInsights broadcast={data} />}
+            </>
           )
         }
       </LoadState>

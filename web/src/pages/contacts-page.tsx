@@ -2,6 +2,7 @@ import { useState } from 'react'
 import type { ContactList } from '../api'
 import { AddContactsForm } from './contacts/add-contacts-form'
 import { ContactBrowser } from './contacts/contact-browser'
+import { ExportContacts } from './contacts/export-contacts'
 import { ImportForm } from './contacts/import-form'
 import { ListMembers } from './contacts/list-members'
 import { ListsSection } from './contacts/lists-section'
@@ -18,6 +19,7 @@ export function ContactsPage() {
       <AddContactsForm version={version} onAdded={changed} />
       <ImportForm version={version} onImported={changed} />
       <ContactBrowser version={version} />
+      <ExportContacts />
       <ListsSection
         version={version}
         managingId={managing?.id ?? null}

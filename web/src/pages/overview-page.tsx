@@ -7,6 +7,7 @@ import { Link } from '../router'
 import { useApi } from '../session'
 import { useLoad } from '../use-load'
 import { AccountSummary } from './overview/account-summary'
+import { DeliveryInsights } from './overview/delivery-insights'
 import { LoadState } from '../components/load-state'
 
 const POLL_MS = 3000
@@ -36,6 +37,8 @@ export function OverviewPage() {
           )}
         </LoadState>
       </section>
+
+      <DeliveryInsights />
 
       <section aria-labelledby="recent-heading" className="card">
         <div className="section-head">

@@ -5,6 +5,7 @@ import { Pager } from '../components/pager'
 import { ProblemAlert } from '../components/problem-alert'
 import { useApi } from '../session'
 import { useLoad } from '../use-load'
+import { ExportMessages } from './sms/export-messages'
 import { MessageRow } from './sms/message-row'
 import { SendForm } from './sms/send-form'
 import { LoadState } from '../components/load-state'
@@ -79,6 +80,7 @@ export function SmsPage() {
           )}
         </LoadState>
       </section>
+      <ExportMessages />
     </div>
   )
 }

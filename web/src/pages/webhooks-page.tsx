@@ -10,6 +10,7 @@ import { useConfirmation } from '../use-confirmation'
 import { useLoad } from '../use-load'
 import { useSubmit } from '../use-submit'
 import { CreateWebhookForm } from './webhooks/create-webhook-form'
+import { WebhookActivity } from './webhooks/webhook-activity'
 import { WebhookDetails } from './webhooks/webhook-details'
 import { LoadState } from '../components/load-state'
 
@@ -96,6 +97,8 @@ export function WebhooksPage() {
       </section>
 
       {selected ? <WebhookDetails key={selected.id} webhook={selected} onClose={() => setSelectedId(null)} /> : null}
+
+      <WebhookActivity />
 
       {deleting ? (
         <ConfirmDialog title="Delete this webhook?" confirmLabel="Delete webhook" isBusy={removal.isBusy} onConfirm={removal.confirm} onCancel={removal.cancel}>

@@ -8,6 +8,7 @@ import type { EventDemand } from '../../../platform/outbox/demand.js'
 import { smsFailed } from '../events.js'
 import type { MessagingDeps } from '../deps.js'
 import { completeBroadcasts, ProgressBatch } from '../dispatch/progress.js'
+import { StatsRollup } from '../stats/rollup.js'
 import { LANE } from '../dispatch/queue.js'
 import { campaignEvent } from './events.js'
 import { getBroadcast, missOrConflict } from './service.js'
@@ -91,7 +92,13 @@ export async function cancelBroadcast(deps: MessagingDeps & { demand: EventDeman
         .set({ recipients: sql`recipients + ${unqueued}`, failed_count: sql`failed_count + ${unqueued}`, credits_used: sql`credits_used - ${message.sandbox ? 0 : credits}` })
         .where('id', '=', row.message_id)
         .execute()
-      if (credits > 0 && !message.sandbox) await refund(trx, accountId, credits, at)
+      if (credits > 0 && !message.sandbox) {
+        await refund(trx, accountId, credits, at)
+        // Not counted as queued or failed in the rollups: they never were recipients there.
+        const stats = new StatsRollup()
+        stats.add({ accountId, broadcastId, carrier: '' }, at, { credits: -credits })
+        await stats.write(trx)
+      }
     }
     return row.message_id
   })
@@ -142,13 +149,14 @@ export async function failCancelled(deps: Pick<MessagingDeps, 'db' | 'dialect' |
         .returning(['phone_number', 'price', 'segments'])
         .execute()
       if (rows.length === 0) return 0
+      const progress = new ProgressBatch(deps.demand, deps.dialect)
       const credits = rows.reduce((sum, r) => sum + Number(r.price) * Number(r.segments ?? message.segments), 0)
       if (credits > 0 && !message.sandbox) {
         await refund(trx, message.account_id, credits, at)
         await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${credits}` }).where('id', '=', messageId).execute()
+        progress.refunded(message.account_id, message.broadcast_id, at, credits)
       }
-      const progress = new ProgressBatch(deps.demand, deps.dialect)
-      progress.count(messageId, message.broadcast_id, { failed: rows.length })
+      progress.count(messageId, message.broadcast_id, { failed: rows.length }, { accountId: message.account_id, carrier: '', at, failure: { error: CANCELLED, phoneNumber: rows[0]!.phone_number } })
       for (const r of rows) await progress.event(smsFailed({ messageId, accountId: message.account_id, phoneNumber: r.phone_number }, at, CANCELLED), true)
       await progress.write(trx, at)
       return rows.length

@@ -14,6 +14,7 @@ import { LANE } from '../dispatch/queue.js'
 import type { MessagingDeps } from '../deps.js'
 import { completeBroadcasts } from '../dispatch/progress.js'
 import { flatPrice, parsePriceList, priceExpression } from '../routing/pricing.js'
+import { StatsRollup } from '../stats/rollup.js'
 
 export interface BroadcastQueueOptions {
   /** Contacts walked per transaction: short enough that no write holds the store (or SQLite's event loop) for long. */
@@ -191,11 +192,14 @@ export class BroadcastQueue {
         .executeTakeFirst()
       if (Number(updated.numUpdatedRows) === 0) throw new LostClaim()
       await trx.updateTable('messages').set({ recipients: sql`recipients + ${inserted}` }).where('id', '=', messageId).execute()
+      const stats = new StatsRollup()
+      stats.add({ accountId, broadcastId, carrier: '' }, now, { queued: inserted })
       if (done) {
         // A personalised broadcast's totals are already in credits (price x each text's segments).
         const perPrice = plan.personalised ? 1 : plan.message.segments
-        await this.finish(trx, broadcastId, messageId, accountId, { recipients: Number(state.queue_total) - queued, credits: (paidPrices - queuedPrices) * perPrice }, plan.message.sandbox)
+        await this.finish(trx, broadcastId, messageId, accountId, { recipients: Number(state.queue_total) - queued, credits: (paidPrices - queuedPrices) * perPrice }, plan.message.sandbox, stats)
       }
+      await stats.write(trx)
       return done ? { next: undefined, inserted, total: queued } : { next: { createdAt: last.created_at, id: last.id }, inserted, total: undefined }
     })
   }
@@ -220,7 +224,7 @@ export class BroadcastQueue {
     return { zoneOf, zones, dueAt: new Map(zones.map((zone) => [zone, dueIn(zone)])), defaultDueAt: dueIn(null) }
   }
 
-  /** Refunds what was paid for recipients that were not queued, and completes a broadcast with nothing left to send. */
+  /** Refunds what was paid for recipients that were not queued (in `stats` too), and completes a broadcast with nothing left to send. */
   private async finish(
     trx: Transaction<DB>,
     broadcastId: string,
@@ -228,11 +232,13 @@ export class BroadcastQueue {
     accountId: string,
     unqueued: { recipients: number; credits: number },
     sandbox: boolean,
+    stats: StatsRollup,
   ): Promise<void> {
     const at = this.deps.clock.now()
     if (unqueued.credits > 0 && !sandbox) {
       await refund(trx, accountId, unqueued.credits, at)
       await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${unqueued.credits}` }).where('id', '=', messageId).execute()
+      stats.add({ accountId, broadcastId, carrier: '' }, at, { credits: -unqueued.credits })
     }
     await completeBroadcasts(trx, [messageId], at)
     this.logger.info({ broadcastId, unqueued: unqueued.recipients }, 'broadcast recipients queued')

@@ -14,6 +14,7 @@ import * as queries from './queries.js'
 import { price } from '../content.js'
 import { debit } from '../../accounts/index.js'
 import type { MessagingDeps } from '../deps.js'
+import { StatsRollup } from '../stats/rollup.js'
 
 /** Whom a broadcast reaches now and what they cost, at the account's prices now. */
 export interface TargetTally {
@@ -101,7 +102,13 @@ export async function startBroadcast(
     scheduled_at: null,
     created_at: at.toISOString(),
   })
-  if (creditsUsed > 0) await debit(trx, broadcast.account_id, creditsUsed, at)
+  if (creditsUsed > 0) {
+    await debit(trx, broadcast.account_id, creditsUsed, at)
+    // The rollups count the credits now; the recipients count as queued as each chunk is (BroadcastQueue).
+    const stats = new StatsRollup()
+    stats.add({ accountId: broadcast.account_id, broadcastId: broadcast.id, carrier: '' }, at, { credits: creditsUsed })
+    await stats.write(trx)
+  }
   const status = audienceCount === 0 ? 'completed' : 'sending'
   await queries.markStarted(trx, broadcast.id, {
     status,

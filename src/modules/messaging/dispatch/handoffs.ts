@@ -8,7 +8,7 @@ import type { AcceptedPart, Carrier } from '../carriers/carrier.js'
 import { smsFailed, smsSent } from '../events.js'
 import { insertParts } from './handoff-journal.js'
 import type { CarrierLabel, MessagingMetrics } from '../metrics.js'
-import { ProgressBatch } from './progress.js'
+import { ProgressBatch, type CountedAs } from './progress.js'
 
 /** A queued recipient the dispatcher claimed, with what it needs of its message. */
 export interface ClaimedRecipient {
@@ -131,33 +131,41 @@ export async function recordHandoffs(
     }
     for (const h of sentHere) {
       moves.add({ from: 'queued', to: 'sent' }, h.carrier.name)
-      progress.count(h.message.id, h.message.broadcastId, { sent: 1 })
+      progress.count(h.message.id, h.message.broadcastId, { sent: 1 }, countedAs(h.message, h.recipient, h.carrierName, now))
       await progress.event(smsSent({ messageId: h.message.id, accountId: h.recipient.accountId, phoneNumber: h.recipient.phoneNumber }, now, h.carrierName), h.message.kind === 'broadcast')
     }
 
     await requeue(trx, nodeId, handoffs.filter((h) => h.retryAt !== undefined))
 
-    const failures: { recipient: ClaimedRecipient; message: MessageInfo; error: string; refund: boolean; carrier: CarrierLabel }[] = [
+    // In the rollups, a failure of nothing handed over (refunded) counts under no carrier.
+    const failures: { recipient: ClaimedRecipient; message: MessageInfo; error: string; refund: boolean; carrier: CarrierLabel; carrierName: string }[] = [
       ...handoffs
         .filter((h): h is Handoff & { error: string } => h.error !== null && h.retryAt === undefined)
-        .map((h) => ({ recipient: h.recipient, message: h.message, error: h.error, refund: h.refund === true, carrier: h.carrier.name })),
-      ...optedOut.map((o) => ({ ...o, error: OPTED_OUT_ERROR, refund: true, carrier: 'none' as const })),
+        .map((h) => ({ recipient: h.recipient, message: h.message, error: h.error, refund: h.refund === true, carrier: h.carrier.name, carrierName: h.refund === true ? '' : h.carrierName })),
+      ...optedOut.map((o) => ({ ...o, error: OPTED_OUT_ERROR, refund: true, carrier: 'none' as const, carrierName: '' })),
     ]
     for (const f of failures) {
       const failed = await moveRecipients(trx, nodeId, [f.recipient.id], { status: 'failed', failed_at: at, error: f.error })
       if (!failed.has(f.recipient.id)) continue
       moves.add({ from: 'queued', to: 'failed' }, f.carrier)
-      progress.count(f.message.id, f.message.broadcastId, { failed: 1 })
+      progress.count(f.message.id, f.message.broadcastId, { failed: 1 }, countedAs(f.message, f.recipient, f.carrierName, now, f.error))
       await progress.event(smsFailed({ messageId: f.message.id, accountId: f.recipient.accountId, phoneNumber: f.recipient.phoneNumber }, now, f.error), f.message.kind === 'broadcast')
       if (f.refund && !f.message.sandbox && f.message.kind !== 'reply') {
         const credits = (f.recipient.segments ?? f.message.segments) * f.recipient.price
         await refund(trx, f.recipient.accountId, credits, now)
         await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${credits}` }).where('id', '=', f.message.id).execute()
+        progress.refunded(f.recipient.accountId, f.message.broadcastId, now, credits)
       }
     }
     await progress.write(trx, now)
   })
   moves.record()
+}
+
+/** How a hand-off counts in the rollups: replies (opt-out confirmations) do not. */
+function countedAs(message: MessageInfo, recipient: ClaimedRecipient, carrier: string, at: Date, error?: string): CountedAs | undefined {
+  if (message.kind === 'reply') return undefined
+  return { accountId: recipient.accountId, carrier, at, ...(error === undefined ? {} : { failure: { error, phoneNumber: recipient.phoneNumber } }) }
 }
 
 /** Moves recipients this node holds out of the queue; answers which ones moved. */

@@ -5,6 +5,7 @@ import type { EventDemand } from '../../../platform/outbox/demand.js'
 import { emitMany } from '../../../platform/outbox/emit.js'
 import type { DomainEvent } from '../../../platform/outbox/events.js'
 import { campaignEvent } from '../broadcasts/events.js'
+import { StatsRollup } from '../stats/rollup.js'
 
 export interface CounterChange {
   sent?: number
@@ -15,8 +16,22 @@ export interface CounterChange {
 }
 
 /**
- * Collects what one recording transaction changes: counter moves per message, and the
- * events to write. A broadcast's per-recipient events are written only when something
+ * How a recipient's move counts in the rollups (GET /v1/stats/messages and /errors).
+ * Replies (opt-out confirmations) are not the account's sends and are not counted.
+ */
+export interface CountedAs {
+  accountId: string
+  /** The carrier connection by name; '' when none took the recipient (cancelled, opted out, given up). */
+  carrier: string
+  /** When it happened: the recipient's sent_at, delivered_at or failed_at. */
+  at: Date
+  /** A failure's error, and the number of one of the recipients that failed. */
+  failure?: { error: string; phoneNumber: string }
+}
+
+/**
+ * Collects what one recording transaction changes: counter moves per message, the
+ * rollups (stats) and the events to write. A broadcast's per-recipient events are written only when something
  * reads them (EventDemand); a send through POST /sms/send is at most 1,000 recipients,
  * and its events are always written.
  */
@@ -25,13 +40,15 @@ export class ProgressBatch {
   private readonly broadcastMessages = new Set<string>()
   private readonly events: DomainEvent[] = []
   private readonly wanted = new Map<string, boolean>()
+  private readonly stats = new StatsRollup()
 
   constructor(
     private readonly demand: EventDemand,
     private readonly dialect: Dialect,
   ) {}
 
-  count(messageId: string, broadcastId: string | null, change: CounterChange): void {
+  /** Moves the message's counters and, unless `countedAs` is absent, the rollups. */
+  count(messageId: string, broadcastId: string | null, change: CounterChange, countedAs?: CountedAs): void {
     let entry = this.counters.get(messageId)
     if (!entry) this.counters.set(messageId, (entry = { sent: 0, delivered: 0, failed: 0, receiptTimeouts: 0 }))
     entry.sent += change.sent ?? 0
@@ -39,6 +56,15 @@ export class ProgressBatch {
     entry.failed += change.failed ?? 0
     entry.receiptTimeouts += change.receiptTimeouts ?? 0
     if (broadcastId !== null) this.broadcastMessages.add(messageId)
+    if (countedAs === undefined) return
+    const { accountId, carrier, at, failure } = countedAs
+    this.stats.add({ accountId, broadcastId, carrier }, at, { sent: change.sent, delivered: change.delivered, failed: change.failed })
+    if (failure !== undefined) this.stats.addFailures(accountId, at, failure.error, failure.phoneNumber, change.failed ?? 0)
+  }
+
+  /** Credits given back in this transaction: the rollups count them against those debited. */
+  refunded(accountId: string, broadcastId: string | null, at: Date, credits: number): void {
+    this.stats.add({ accountId, broadcastId, carrier: '' }, at, { credits: -credits })
   }
 
   async event(event: DomainEvent, fromBroadcast: boolean): Promise<void> {
@@ -51,12 +77,15 @@ export class ProgressBatch {
     this.events.push(event)
   }
 
-  /** Writes the counters, the events, and completes broadcasts whose every recipient is final. */
+  /** Writes the counters, the events, the rollups, and completes broadcasts whose every recipient is final. */
   async write(trx: Transaction<DB>, at: Date): Promise<void> {
     const changes = [...this.counters].filter(([, c]) => c.sent !== 0 || c.delivered !== 0 || c.failed !== 0 || c.receiptTimeouts !== 0)
     await addToCounters(trx, this.dialect, changes)
     if (this.broadcastMessages.size > 0) await completeBroadcasts(trx, [...this.broadcastMessages], at)
     await emitMany(trx, this.events)
+    // Last: every batch of an account adds to the same few rows, whose locks (PostgreSQL)
+    // are then held only until the commit.
+    await this.stats.write(trx)
   }
 }
 

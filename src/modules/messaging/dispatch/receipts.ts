@@ -7,7 +7,7 @@ import type { EventDemand } from '../../../platform/outbox/demand.js'
 import type { Carrier, CarrierReceipt } from '../carriers/carrier.js'
 import { deliveryReceipt, smsDelivered, smsFailed } from '../events.js'
 import type { MessagingMetrics } from '../metrics.js'
-import { ProgressBatch } from './progress.js'
+import { ProgressBatch, type CountedAs } from './progress.js'
 
 /** Where a receipt came from: its carrier and the link, as parts are matched by both. */
 export interface ReceiptSource {
@@ -171,7 +171,7 @@ export class ReceiptRecorder {
             .executeTakeFirst()
           if (Number(moved.numUpdatedRows) === 0) continue
           moves.add({ from: 'sent', to: 'failed' }, carrier)
-          progress.count(part.message_id, part.broadcast_id, { failed: 1 })
+          progress.count(part.message_id, part.broadcast_id, { failed: 1 }, countedAs(part, at, { error, phoneNumber: part.phone_number }))
           await progress.event(smsFailed({ messageId: part.message_id, accountId: part.account_id, phoneNumber: part.phone_number }, at, error), part.kind === 'broadcast')
         }
         // Grouped by how many parts arrive and how many the message has, so each statement
@@ -199,7 +199,7 @@ export class ReceiptRecorder {
             if (row.status !== 'delivered') continue
             const part = partByRecipient.get(Number(row.id))!
             moves.add({ from: 'sent', to: 'delivered' }, carrier)
-            progress.count(row.message_id, part.broadcast_id, { delivered: 1 })
+            progress.count(row.message_id, part.broadcast_id, { delivered: 1 }, countedAs(part, now))
             await progress.event(smsDelivered({ messageId: row.message_id, accountId: row.account_id, phoneNumber: row.phone_number }, now), part.kind === 'broadcast')
           }
         }
@@ -209,6 +209,12 @@ export class ReceiptRecorder {
     moves.record()
     return unmatched
   }
+}
+
+/** How a receipt's move counts in the rollups: under the connection that took the recipient; replies not at all. */
+function countedAs(part: { kind: string; account_id: string; recipient_carrier: string | null }, at: Date, failure?: CountedAs['failure']): CountedAs | undefined {
+  if (part.kind === 'reply') return undefined
+  return { accountId: part.account_id, carrier: part.recipient_carrier ?? '', at, ...(failure === undefined ? {} : { failure }) }
 }
 
 /**
@@ -222,7 +228,7 @@ async function partsNamed(trx: Transaction<DB>, dialect: Dialect, carrier: strin
     .selectFrom('carrier_parts as p')
     .innerJoin('message_recipients as r', 'r.id', 'p.recipient_id')
     .innerJoin('messages as m', 'm.id', 'r.message_id')
-    .select(['p.sequence', 'p.carrier_message_id', 'p.status as part_status', 'r.id as recipient_id', 'r.status', 'r.receipt_timed_out_at', 'r.message_id', 'r.account_id', 'r.phone_number', 'm.kind', 'm.broadcast_id', sql<number>`coalesce(r.segments, m.segments)`.as('segments')])
+    .select(['p.sequence', 'p.carrier_message_id', 'p.status as part_status', 'r.id as recipient_id', 'r.status', 'r.receipt_timed_out_at', 'r.message_id', 'r.account_id', 'r.phone_number', 'r.carrier as recipient_carrier', 'm.kind', 'm.broadcast_id', sql<number>`coalesce(r.segments, m.segments)`.as('segments')])
     .where('p.carrier', '=', carrier)
     .where('p.connection', 'in', [connection, '*'])
     .orderBy('p.recipient_id', 'desc')

@@ -4,8 +4,9 @@ import { newId } from '../../../platform/ids.js'
 import { parsePhone } from '../../../platform/phone.js'
 import { NotFound, ValidationFailed, type FieldError } from '../../../platform/problems.js'
 import { price, senderIdError } from '../content.js'
-import { debit, debitWith } from '../../accounts/index.js'
+import { debit, debitWith, type PaidWrite } from '../../accounts/index.js'
 import type { MessagingDeps } from '../deps.js'
+import { StatsRollup } from '../stats/rollup.js'
 import * as idempotency from './idempotency.js'
 import * as queries from './queries.js'
 import type { ListSmsQuery, SendSmsBody, SendSmsResult, SmsListItem, SmsMessage } from './schemas.js'
@@ -80,8 +81,11 @@ export async function sendSms(deps: MessagingDeps, sender: Sender, body: SendSms
         skipped: recipients.filter((n) => optedOut.has(n)).map((phoneNumber) => ({ phoneNumber, reason: 'optedOut' as const })),
       },
     }
+    // The rollups commit with the send: its recipients count as queued, its credits as debited, now.
+    const stats = new StatsRollup()
+    stats.add({ accountId: sender.accountId, broadcastId: null, carrier: '' }, now, { queued: queued.length, credits: creditsUsed })
     if (creditsUsed > 0 && deps.dialect.writableCtes) {
-      const writes = queries.paidMessageWrites(message, queued, prices, dueAt)
+      const writes: PaidWrite[] = [...queries.paidMessageWrites(message, queued, prices, dueAt), stats.writeWithDebit()]
       if (idempotencyKey !== undefined) writes.push(idempotency.completeWrite(sender.accountId, idempotencyKey, outcome))
       await debitWith(deps.db, sender.accountId, creditsUsed, now, writes)
     } else {
@@ -92,6 +96,7 @@ export async function sendSms(deps: MessagingDeps, sender: Sender, body: SendSms
           queued.map((phone_number, i) => ({ message_id: message.id, account_id: sender.accountId, phone_number, status: 'queued' as const, due_at: dueAt, price: prices[i]! })),
         )
         await debit(trx, sender.accountId, creditsUsed, now)
+        await stats.write(trx)
         if (idempotencyKey !== undefined) await idempotency.complete(trx, sender.accountId, idempotencyKey, outcome)
       })
     }

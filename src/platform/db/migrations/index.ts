@@ -13,6 +13,8 @@ import * as dispatchLanes from './2026-11-26-0011-dispatch-lanes.js'
 import * as carrierRouting from './2026-11-27-0012-carrier-routing.js'
 import * as campaigns from './2026-11-27-0013-campaigns.js'
 import * as smsSegments from './2026-11-27-0014-sms-segments.js'
+import * as messageStats from './2026-11-27-0015-message-stats.js'
+import * as webhookStats from './2026-11-27-0016-webhook-stats.js'
 
 export type MigrationDialect = 'sqlite' | 'postgres'
 
@@ -37,6 +39,8 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '2026-11-27-0012-carrier-routing': carrierRouting,
   '2026-11-27-0013-campaigns': campaigns,
   '2026-11-27-0014-sms-segments': smsSegments,
+  '2026-11-27-0015-message-stats': messageStats,
+  '2026-11-27-0016-webhook-stats': webhookStats,
 }
 
 /** Brings the store to the newest schema; safe to run on every start and on many nodes at once. */
