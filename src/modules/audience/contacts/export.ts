@@ -1,4 +1,4 @@
-import { fileNameStamp, type CsvCell, type CsvPage } from '../../../platform/http/csv-stream.js'
+import { csvRecord, fileNameStamp, type CsvCell, type CsvPage } from '../../../platform/http/csv-stream.js'
 import type { AudienceDeps } from '../deps.js'
 import { FIRST_CONTACT, readContactAttributesPage, readContactExportPage, type ContactCursor } from './export-queries.js'
 
@@ -44,7 +44,7 @@ async function attributeNames(deps: ExportDeps, accountId: string): Promise<stri
 export async function* contactExportPages(deps: ExportDeps, accountId: string): AsyncGenerator<CsvPage> {
   const names = await attributeNames(deps, accountId)
   const fixed = new Set<string>(CONTACT_EXPORT_COLUMNS)
-  yield [[...CONTACT_EXPORT_COLUMNS, ...names.map((name) => (fixed.has(name) ? `attributes.${name}` : name))]]
+  yield [csvRecord([...CONTACT_EXPORT_COLUMNS, ...names.map((name) => (fixed.has(name) ? `attributes.${name}` : name))])]
   let after: ContactCursor = FIRST_CONTACT
   for (;;) {
     const rows = await readContactExportPage(deps, accountId, after, CONTACT_EXPORT_PAGE_ROWS)
@@ -53,7 +53,7 @@ export async function* contactExportPages(deps: ExportDeps, accountId: string): 
         const attributes = deps.dialect.fromJson<Attributes>(row.attributes)
         const record: CsvCell[] = [row.id, row.phone_number, row.first_name, row.last_name, row.email, row.country, Boolean(row.opted_out), row.created_at]
         for (const name of names) record.push(attributeCell(attributes[name]))
-        return record
+        return csvRecord(record)
       })
     }
     if (rows.length < CONTACT_EXPORT_PAGE_ROWS) return

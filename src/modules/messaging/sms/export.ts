@@ -1,4 +1,4 @@
-import { fileNameStamp, type CsvPage } from '../../../platform/http/csv-stream.js'
+import { csvRecord, fileNameStamp, type CsvPage } from '../../../platform/http/csv-stream.js'
 import { ValidationFailed } from '../../../platform/problems.js'
 import type { MessagingDeps } from '../deps.js'
 import { readSmsExportPage, type SmsExportCursor, type SmsExportRow } from './export-queries.js'
@@ -38,7 +38,7 @@ export function smsExportFileName(range: ExportRange): string {
  * each page one long read, so nothing but the page at hand is held.
  */
 export async function* smsExportPages(deps: Pick<MessagingDeps, 'db' | 'dialect' | 'readLong'>, accountId: string, range: ExportRange): AsyncGenerator<CsvPage> {
-  yield [SMS_EXPORT_COLUMNS]
+  yield [csvRecord(SMS_EXPORT_COLUMNS)]
   let after: SmsExportCursor = { createdAt: range.from, messageId: '', recipientId: 0 }
   for (;;) {
     const rows = await readSmsExportPage(deps, accountId, range.to, after, SMS_EXPORT_PAGE_ROWS)
@@ -49,6 +49,6 @@ export async function* smsExportPages(deps: Pick<MessagingDeps, 'db' | 'dialect'
   }
 }
 
-function toRecord(row: SmsExportRow): CsvPage[number] {
-  return [row.message_id, row.broadcast_id, row.phone_number, row.status, row.carrier, row.segments, row.credits, row.sent_at, row.delivered_at, row.failed_at, row.error]
+function toRecord(row: SmsExportRow): string {
+  return csvRecord([row.message_id, row.broadcast_id, row.phone_number, row.status, row.carrier, row.segments, row.credits, row.sent_at, row.delivered_at, row.failed_at, row.error])
 }

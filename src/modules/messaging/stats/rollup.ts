@@ -1,4 +1,5 @@
-import type { RawBuilder, Transaction } from 'kysely'
+import type { Transaction } from 'kysely'
+import type { CombinedWrite } from '../../accounts/index.js'
 import type { DB } from '../../../platform/db/schema.js'
 import { addToErrorStats, addToStats, addToStatsWithDebit, type ErrorStatsRow, type StatsRow } from './queries.js'
 
@@ -88,9 +89,9 @@ export class StatsRollup {
   /**
    * The same as a write of debitWith's one statement (a paid send on PostgreSQL), where
    * sends of one account that go together add their rows in one upsert: PostgreSQL lets a
-   * statement upsert a row only once. Only for rollups without failures.
+   * statement upsert a row only once. Only for a rollup with changes and without failures.
    */
-  writeWithDebit(): { name: string; part: StatsRollup; write(parts: readonly StatsRollup[]): RawBuilder<unknown> } {
+  writeWithDebit(): CombinedWrite<StatsRollup> {
     return {
       name: 'message_stats',
       part: this,
