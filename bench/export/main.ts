@@ -22,6 +22,7 @@
  * Flags: --recipients 1000000  --contacts 1000000  --runs 2  --interval 25
  *        --wait-quiet 60 --noise 50 (before each export, wait up to 60 s for a second with the machine under 50% of a core busy)
  *        --entry FILE (a compiled main.js as it is)  --refresh (prepare the contacts' store again)
+ *        --node-arg ARG (repeatable, for the server; e.g. --node-arg=--trace-gc)
  *
  * The contacts and both accounts come from bench:messaging's prepared store (kept in
  * .bench/messaging/stores, or as a template database); the message log is written into
@@ -51,6 +52,7 @@ const { flags } = parseFlags({
   noise: flag.number(50),
   entry: flag.string(),
   refresh: flag.boolean(),
+  'node-arg': flag.list(),
 })
 
 const store = flags.store
@@ -194,7 +196,7 @@ async function main(): Promise<void> {
     log(`written in ${sec((performance.now() - writing) / 1000)}: ${int(messageLog.messages)} messages`)
     console.log(`store: ${prepared.describe} (a copy), with ${int(messageLog.recipients)} recipients of ${int(messageLog.messages)} messages written into it`)
 
-    const server = await startServer({ mode: 'dist', entry, env: { DATABASE_URL: copy.databaseUrl, JWT_SECRET, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000' } })
+    const server = await startServer({ mode: 'dist', entry, nodeArgs: flags['node-arg'], env: { DATABASE_URL: copy.databaseUrl, JWT_SECRET, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000' } })
     cleanups.push(() => server.stop())
 
     const idle = new Probe(`${server.url}/v1/account`, () => ({ headers: { authorization: `Bearer ${bystanderKey}` } }), intervalMs)
