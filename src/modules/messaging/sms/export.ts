@@ -35,24 +35,18 @@ export function smsExportFileName(range: ExportRange): string {
 /**
  * The account's message log for messages created in [from, to), one record per
  * recipient, after the header: read a page at a time as the consumer asks for the next,
- * each page one long read, so nothing but the page at hand is held. The rows of a page
- * are formatted and let go in nextPage, before the page is handed on: held in this
- * generator, they stayed reachable while the next page was read, and on PostgreSQL (whose
- * rows are parsed on this thread) two pages outlived the young generation together, to
- * be promoted and then collected only by a full collection, a hundred megabytes later.
+ * each page one long read, so nothing but the page at hand is held.
  */
 export async function* smsExportPages(deps: Pick<MessagingDeps, 'db' | 'dialect' | 'readLong'>, accountId: string, range: ExportRange): AsyncGenerator<CsvPage> {
   yield [csvRecord(SMS_EXPORT_COLUMNS)]
-  const position: { after: SmsExportCursor | undefined } = { after: { createdAt: range.from, messageId: '', recipientId: 0 } }
-  while (position.after !== undefined) yield await nextPage(deps, accountId, range.to, position)
-}
-
-/** The page after `position.after`, formatted; moves `position` past it (undefined after the last page). */
-async function nextPage(deps: Pick<MessagingDeps, 'db' | 'dialect' | 'readLong'>, accountId: string, to: string, position: { after: SmsExportCursor | undefined }): Promise<CsvPage> {
-  const rows = await readSmsExportPage(deps, accountId, to, position.after!, SMS_EXPORT_PAGE_ROWS)
-  const last = rows.length === SMS_EXPORT_PAGE_ROWS ? rows[rows.length - 1]! : undefined
-  position.after = last && { createdAt: last.created_at, messageId: last.message_id, recipientId: last.recipient_id }
-  return rows.map(toRecord)
+  let after: SmsExportCursor = { createdAt: range.from, messageId: '', recipientId: 0 }
+  for (;;) {
+    const rows = await readSmsExportPage(deps, accountId, range.to, after, SMS_EXPORT_PAGE_ROWS)
+    if (rows.length > 0) yield rows.map(toRecord)
+    if (rows.length < SMS_EXPORT_PAGE_ROWS) return
+    const last = rows[rows.length - 1]!
+    after = { createdAt: last.created_at, messageId: last.message_id, recipientId: last.recipient_id }
+  }
 }
 
 function toRecord(row: SmsExportRow): string {
