@@ -6,13 +6,12 @@
  *
  * The message is two parts long, so every credit figure is two per recipient handed over.
  */
-import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ChildServer, childDatabase } from '../../../../test/support/child-server.js'
 import { contactsCsv } from '../../../../test/support/csv.js'
 import { createKey, signUp, TEST_ADMIN_TOKEN, topUp } from '../../../../test/support/fixtures.js'
 import type { DatabaseConfig } from '../../../platform/config.js'
-import SQLite from '../../../platform/db/sqlite-binding.js'
+import { readStore } from '../../../../test/support/store-read.js'
 
 /** 216 GSM-7 characters: two parts. */
 const TWO_PARTS = 'Spring sale at Acme: everything 30% off until Sunday. '.repeat(4)
@@ -35,24 +34,7 @@ async function start(url: string, env: Record<string, string> = {}): Promise<Chi
   return child
 }
 
-/** Runs one read on the store from this process, beside the server or after it died. */
-async function read<T>(database: DatabaseConfig, query: string, params: unknown[] = []): Promise<T[]> {
-  if (database.kind === 'sqlite') {
-    const db = new SQLite(database.path, { readonly: true })
-    try {
-      return db.prepare(query.replace(/\$\d+/g, '?')).all(...params) as T[]
-    } finally {
-      db.close()
-    }
-  }
-  const client = new pg.Client({ connectionString: database.url, options: `-c search_path=${database.schema}` })
-  await client.connect()
-  try {
-    return (await client.query(query, params)).rows as T[]
-  } finally {
-    await client.end()
-  }
-}
+const read = readStore
 
 /** What the simulated carrier's own books say it was handed. */
 async function carrierBooks(database: DatabaseConfig): Promise<{ parts: number; numbers: number; maxSubmissions: number }> {

@@ -13,7 +13,6 @@
  * simulated carrier read it): each step of the run happens at one instant, and the next
  * waits until everything due has happened.
  */
-import pg from 'pg'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { campaignApi } from '../../../../test/support/campaign-fixtures.js'
 import { ChildServer, childDatabase } from '../../../../test/support/child-server.js'
@@ -22,30 +21,13 @@ import { createKey, signUp, TEST_ADMIN_TOKEN, topUp } from '../../../../test/sup
 import { startServer, type ApiClient, type TestServer } from '../../../../test/support/harness.js'
 import { ManualClock } from '../../../platform/clock.js'
 import type { DatabaseConfig } from '../../../platform/config.js'
-import SQLite from '../../../platform/db/sqlite-binding.js'
+import { readStore } from '../../../../test/support/store-read.js'
 
 const HOUR_MS = 3_600_000
 const DAY_MS = 86_400_000
 const KOLKATA_MS = 5.5 * HOUR_MS
 
-/** Runs one read on the store from this process, beside the server or after it died. */
-async function read<T>(database: DatabaseConfig, query: string, params: unknown[] = []): Promise<T[]> {
-  if (database.kind === 'sqlite') {
-    const db = new SQLite(database.path, { readonly: true })
-    try {
-      return db.prepare(query.replace(/\$\d+/g, '?')).all(...params) as T[]
-    } finally {
-      db.close()
-    }
-  }
-  const client = new pg.Client({ connectionString: database.url, options: `-c search_path=${database.schema}` })
-  await client.connect()
-  try {
-    return (await client.query(query, params)).rows as T[]
-  } finally {
-    await client.end()
-  }
-}
+const read = readStore
 
 interface RecipientRow {
   kind: string
