@@ -15,7 +15,9 @@ import type { Logger } from 'pino'
 import type { DatabaseConfig } from '../config.js'
 import { BlockingStorePace, connectedStorePace, registerBulkWrites, type BulkWriterTarget, type WritePace } from './bulk-writes.js'
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.js'
-import { namingPreparedStatements, type TypeParserLookup } from './pg-named.js'
+import { postgresClientConfig, typeParser } from './pg-config.js'
+import { namingPreparedStatements } from './pg-named.js'
+import { PgReader } from './pg-reader-client.js'
 import { PipelinedReads } from './pg-pipeline.js'
 import { runPreparedQueriesDirectly } from './prepared.js'
 import type { DB } from './schema.js'
@@ -31,8 +33,8 @@ export interface Store {
   dialect: Dialect
   /**
    * Runs a long read-only query (a count or scan over many rows) where it cannot hold up
-   * other requests: on SQLite in a reader thread with its own connection, on PostgreSQL
-   * through the pool like any query.
+   * other requests: in a reader thread with connections of its own (sqlite-reader.ts,
+   * pg-reader.ts), which builds the rows off the main thread.
    */
   readLong<T>(query: Compilable<T>): Promise<T[]>
   /**
@@ -276,34 +278,21 @@ function withStatementCache(database: SQLite.Database): DriverDatabase {
   }
 }
 
-// int8 (counts, balances, sequence ids) would otherwise come back as strings; every
-// such value this service keeps fits in 2^53.
-const INT8_OID = 20
-const NUMERIC_OID = 1700
+/** Long reads of a PostgreSQL store running at once, on connections of their own (pg-reader.ts). */
+const LONG_READ_CONNECTIONS = 4
 
 function postgresPool(url: string, schema: string | undefined, max: number): pg.Pool {
   return new pg.Pool({ ...postgresClientConfig(url, schema), max })
 }
 
-function postgresClientConfig(url: string, schema: string | undefined): pg.ClientConfig {
-  return {
-    connectionString: url,
-    ...(schema ? { options: `-c search_path=${schema}` } : {}),
-    types: { getTypeParser: typeParser as typeof pg.types.getTypeParser },
-  }
-}
-
-const typeParser: TypeParserLookup = (oid, format) => {
-  if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value)
-  return pg.types.getTypeParser(oid, format)
-}
-
 function openPostgres(url: string, schema: string | undefined, logger: Logger | undefined): Store {
   const pool = postgresPool(url, schema, 10)
+  const reader = new PgReader({ url, schema, applicationName: `messaging-platform long reads ${schema ?? ''}`.trim(), connections: LONG_READ_CONNECTIONS })
   const waits = new StoreWaits(
     () => pool.waitingCount,
-    () => pool.totalCount - pool.idleCount,
+    () => pool.totalCount - pool.idleCount + reader.waiting,
   )
+  reader.onWait = (seconds) => waits.record(seconds)
   // Kysely takes a connection with pool.connect() for every query or transaction: the
   // time that takes is the wait for a free one (or for a new one to open).
   const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>
@@ -341,12 +330,16 @@ function openPostgres(url: string, schema: string | undefined, logger: Logger | 
     db,
     dialect: postgresDialect,
     background: db,
-    readLong: async <T>(query: Compilable<T>) => (await db.executeQuery<T>(query.compile() as never)).rows,
+    readLong: <T>(query: Compilable<T>) => {
+      const compiled = query.compile()
+      return reader.read<T>(compiled.sql, compiled.parameters)
+    },
     ping: async () => {
       await sql`select 1`.execute(db)
     },
     waits,
     close: async () => {
+      await reader.close()
       await pipelined.close()
       await db.destroy()
     },

@@ -54,6 +54,12 @@ export interface Dialect {
    * member is absent, so `is not true` is "does not equal".
    */
   jsonMemberEquals(column: Expr, key: string, value: string): RawBuilder<boolean | null>
+  /**
+   * The keys of a JSON object column as a table for a FROM clause, named `alias`, with one
+   * column `key`: json_each on SQLite, jsonb_object_keys on PostgreSQL. Listed after the
+   * table whose column it reads, it runs once per row (a lateral call on both stores).
+   */
+  jsonObjectKeys(column: Expr, alias: string): RawBuilder<unknown>
   /** Numeric value of a JSON member that is a number or a numeric-looking string, else null. */
   jsonMemberNumber(column: Expr, key: string): RawBuilder<number | null>
   /** Numeric value of a numeric-looking text (`-12`, `3.5`), else null. */
@@ -245,6 +251,7 @@ export const sqliteDialect: Dialect = {
   // Read once, as above. The common members, digits as a string or an integer (GLOB reads
   // a number as its text), are settled by the first test: an integer the API stored was
   // printed by JavaScript, so it is a double and converts to real exactly.
+  jsonObjectKeys: (column, alias) => sql`json_each(${column}) as ${sql.id(alias)}`,
   jsonMemberNumber: (column, key) => {
     const v = sql.ref('member_value')
     return sql<number | null>`(select case when ${sqliteIsDigits(v)} then cast(${v} as real) else (case typeof(${v}) when 'integer' then ${v} when 'real' then ${v} when 'text' then ${sqliteTextNumber(v)} end) end from (select ${column} ->> ${sqlitePath(key)} as member_value))`
@@ -309,6 +316,7 @@ export const postgresDialect: Dialect = {
   // never prints an exponent, and jsonb holds no NaN or infinity), a string member as its
   // text, and true, false, objects and arrays as text that is not: so the text alone
   // decides, without asking the member's type.
+  jsonObjectKeys: (column, alias) => sql`jsonb_object_keys(${column}) as ${sql.id(alias)}(key)`,
   jsonMemberNumber: (column, key) => pgTextNumber(sql`(${column} ->> ${key}::text)`),
   textNumber: (text) => pgTextNumber(text),
   contains: (haystack, needle) => postgresFoldedMatch(haystack, needle, 'contains'),

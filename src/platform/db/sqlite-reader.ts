@@ -26,7 +26,7 @@ export type ReadReply = { id: number; rows: unknown[]; ms: number; error?: undef
 const { path, functionModules } = workerData as ReaderTarget
 const db = new SQLite(path, { readonly: true, fileMustExist: true })
 db.pragma('busy_timeout = 5000')
-db.pragma('cache_size = -65536')
+db.pragma('cache_size = -16384')
 // The same Unicode lower-casing the main connection registers (connect.ts).
 db.function('ulower', { deterministic: true }, (value: unknown) => (value === null || value === undefined ? null : String(value).toLowerCase()))
 // And those of the SQLite function modules (connect.ts): the long reads call them too.

@@ -89,8 +89,23 @@ export function csvResponse(description: string) {
  * incomplete chunked body.
  */
 export function sendCsv(reply: FastifyReply, fileName: string, pages: AsyncIterable<CsvPage>): void {
+  // Each page is encoded before the yield and not held across it: while the buffer is
+  // being written and the next page read, only the buffer is alive, not its records too.
+  const iterator = pages[Symbol.asyncIterator]()
+  const nextBuffer = async (): Promise<Buffer | undefined> => {
+    for (;;) {
+      const next = await iterator.next()
+      if (next.done) return undefined
+      if (next.value.length > 0) return encodePage(next.value)
+    }
+  }
   async function* bytes(): AsyncGenerator<Buffer> {
-    for await (const page of pages) if (page.length > 0) yield encodePage(page)
+    try {
+      for (let buffer = await nextBuffer(); buffer; buffer = await nextBuffer()) yield buffer
+    } finally {
+      // Ends `pages` too when the client went away part-way (a for-await loop would).
+      await iterator.return?.()
+    }
   }
   void reply
     .type('text/csv; charset=utf-8')

@@ -1,4 +1,5 @@
-import type { Compilable, Kysely } from 'kysely'
+import { sql, type Compilable, type Kysely } from 'kysely'
+import type { Dialect } from '../../../platform/db/dialect.js'
 import type { DB } from '../../../platform/db/schema.js'
 
 /** Where a walk over the account's contacts has got to: past this contact, in (created_at, id) order. */
@@ -12,6 +13,7 @@ export const FIRST_CONTACT: ContactCursor = { createdAt: '', id: '' }
 
 interface LongReads {
   db: Kysely<DB>
+  dialect: Dialect
   readLong<T>(query: Compilable<T>): Promise<T[]>
 }
 
@@ -26,9 +28,14 @@ function contactsAfter(db: Kysely<DB>, accountId: string, after: ContactCursor, 
     .limit(limit)
 }
 
-/** The next `limit` contacts' attributes (JSON text on SQLite, an object on PostgreSQL), with their keys for the cursor. */
-export function readContactAttributesPage({ db, readLong }: LongReads, accountId: string, after: ContactCursor, limit: number) {
-  return readLong(contactsAfter(db, accountId, after, limit).select(['created_at', 'id', 'attributes']))
+/**
+ * Every attribute name any of the account's contacts has, once each, in no particular
+ * order: one query, whose store does the walk and keeps only the distinct names.
+ */
+export async function readAttributeNames({ db, dialect, readLong }: LongReads, accountId: string): Promise<string[]> {
+  const names = sql<{ key: string }>`select distinct k.key from contacts c, ${dialect.jsonObjectKeys(sql.ref('c.attributes'), 'k')} where c.account_id = ${accountId}`
+  const rows = await readLong({ compile: () => names.compile(db) })
+  return rows.map((row) => row.key)
 }
 
 /** The next `limit` contacts, with the columns the export writes. */

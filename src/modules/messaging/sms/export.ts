@@ -10,6 +10,8 @@ import { SMS_EXPORT_COLUMNS, type ExportSmsQuery } from './export-schemas.js'
  */
 export const SMS_EXPORT_PAGE_ROWS = 2000
 
+type ExportDeps = Pick<MessagingDeps, 'db' | 'dialect' | 'readLong'>
+
 /** The instants of an export, as stored (ISO 8601 UTC with milliseconds), so that text comparison orders them. */
 export interface ExportRange {
   from: string
@@ -37,16 +39,27 @@ export function smsExportFileName(range: ExportRange): string {
  * recipient, after the header: read a page at a time as the consumer asks for the next,
  * each page one long read, so nothing but the page at hand is held.
  */
-export async function* smsExportPages(deps: Pick<MessagingDeps, 'db' | 'dialect' | 'readLong'>, accountId: string, range: ExportRange): AsyncGenerator<CsvPage> {
+export async function* smsExportPages(deps: ExportDeps, accountId: string, range: ExportRange): AsyncGenerator<CsvPage> {
   yield [csvRecord(SMS_EXPORT_COLUMNS)]
-  let after: SmsExportCursor = { createdAt: range.from, messageId: '', recipientId: 0 }
-  for (;;) {
-    const rows = await readSmsExportPage(deps, accountId, range.to, after, SMS_EXPORT_PAGE_ROWS)
-    if (rows.length > 0) yield rows.map(toRecord)
-    if (rows.length < SMS_EXPORT_PAGE_ROWS) return
-    const last = rows[rows.length - 1]!
-    after = { createdAt: last.created_at, messageId: last.message_id, recipientId: last.recipient_id }
+  let after: SmsExportCursor | undefined = { createdAt: range.from, messageId: '', recipientId: 0 }
+  while (after) {
+    const page = await readRecords(deps, accountId, range.to, after)
+    if (page.records.length > 0) yield page.records
+    after = page.next
   }
+}
+
+/**
+ * The page of recipients after `after`, formatted, and where the next one starts (none
+ * after the last page). The rows read are dropped when this returns, before the page is
+ * written, so that they die young (see CsvPage).
+ */
+async function readRecords(deps: ExportDeps, accountId: string, to: string, after: SmsExportCursor): Promise<{ records: CsvPage; next?: SmsExportCursor }> {
+  const rows = await readSmsExportPage(deps, accountId, to, after, SMS_EXPORT_PAGE_ROWS)
+  const records = rows.map(toRecord)
+  const last = rows[rows.length - 1]
+  if (rows.length < SMS_EXPORT_PAGE_ROWS || !last) return { records }
+  return { records, next: { createdAt: last.created_at, messageId: last.message_id, recipientId: last.recipient_id } }
 }
 
 function toRecord(row: SmsExportRow): string {
