@@ -1,4 +1,5 @@
-// A counting semaphore whose waiters may ask to go first: the dispatcher's slots in a carrier's window.
+// A counting semaphore whose waiters may ask to go first: the dispatcher's slots in a
+// carrier's window, and (of size 1) a SQLite connection's turn between requests and background work.
 
 /** At most `size` holders at once; the rest wait in order, those asking first ahead of the others. */
 export class Semaphore {
@@ -6,7 +7,7 @@ export class Semaphore {
   private readonly waiting: (() => void)[] = []
   private readonly waitingFirst: (() => void)[] = []
 
-  constructor(size: number) {
+  constructor(private readonly size: number) {
     this.free = size
   }
 
@@ -38,6 +39,16 @@ export class Semaphore {
       signal?.addEventListener('abort', aborted, { once: true })
       queue.push(granted)
     })
+  }
+
+  /** Slots held now. */
+  get held(): number {
+    return this.size - this.free
+  }
+
+  /** How many wait for a slot. */
+  get queued(): number {
+    return this.waitingFirst.length + this.waiting.length
   }
 
   release(): void {
