@@ -1,9 +1,8 @@
-import pg from 'pg'
-import SQLite from '../../../platform/db/sqlite-binding.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ChildServer, childDatabase } from '../../../../test/support/child-server.js'
 import { contactsCsv } from '../../../../test/support/csv.js'
 import { createKey, signUp, TEST_ADMIN_TOKEN, topUp } from '../../../../test/support/fixtures.js'
+import { readStore } from '../../../../test/support/store-read.js'
 import type { DatabaseConfig } from '../../../platform/config.js'
 
 const RECIPIENTS = 20_000
@@ -24,23 +23,9 @@ async function start(url: string): Promise<ChildServer> {
 /** What the simulated carrier's own books say it was handed, read straight from the store. */
 async function carrierBooks(database: DatabaseConfig): Promise<{ parts: number; maxSubmissions: number; distinctNumbers: number }> {
   const query = 'select count(*) as parts, max(submissions) as max_submissions, count(distinct to_number) as numbers from simulator_messages'
-  if (database.kind === 'sqlite') {
-    const db = new SQLite(database.path, { readonly: true })
-    try {
-      const row = db.prepare(query).get() as { parts: number; max_submissions: number; numbers: number }
-      return { parts: row.parts, maxSubmissions: row.max_submissions, distinctNumbers: row.numbers }
-    } finally {
-      db.close()
-    }
-  }
-  const client = new pg.Client({ connectionString: database.url, options: `-c search_path=${database.schema}` })
-  await client.connect()
-  try {
-    const { rows } = await client.query(query)
-    return { parts: Number(rows[0].parts), maxSubmissions: Number(rows[0].max_submissions), distinctNumbers: Number(rows[0].numbers) }
-  } finally {
-    await client.end()
-  }
+  const [row] = await readStore<{ parts: number | string; max_submissions: number | string; numbers: number | string }>(database, query)
+  // PostgreSQL answers count(*) as bigint, which pg reads as text.
+  return { parts: Number(row!.parts), maxSubmissions: Number(row!.max_submissions), distinctNumbers: Number(row!.numbers) }
 }
 
 describe('a broadcast cut short by SIGKILL mid-dispatch', () => {

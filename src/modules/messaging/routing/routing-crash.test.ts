@@ -5,15 +5,14 @@
  * so the restarted process hands over only what was not recorded: the parts in flight at
  * the kill, sent again to the first carrier of their route that takes them.
  */
-import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ChildServer, childDatabase } from '../../../../test/support/child-server.js'
 import { usNumber } from '../../../../test/support/csv.js'
 import { createKey, signUp, TEST_ADMIN_TOKEN, topUp } from '../../../../test/support/fixtures.js'
 import { routingApi, smppConfig } from '../../../../test/support/routing-api.js'
+import { readStore } from '../../../../test/support/store-read.js'
 import { TestSmsc, type AcceptedSubmit } from '../../../../test/support/smsc/control.js'
 import type { DatabaseConfig } from '../../../platform/config.js'
-import SQLite from '../../../platform/db/sqlite-binding.js'
 
 const A = { systemId: 'crash-a', password: 'secret-a' }
 const B = { systemId: 'crash-b', password: 'secret-b' }
@@ -47,21 +46,7 @@ async function journal(database: DatabaseConfig, broadcastId: string): Promise<{
     where m.broadcast_id = $1`
   type Row = { phone: string; carrier: string | null; status: string; connection: string | null; carrier_message_id: string | null }
   const toRow = (row: Row) => ({ phone: row.phone, carrier: row.carrier, status: row.status, connection: row.connection, carrierMessageId: row.carrier_message_id })
-  if (database.kind === 'sqlite') {
-    const db = new SQLite(database.path, { readonly: true })
-    try {
-      return (db.prepare(query.replace('$1', '?')).all(broadcastId) as Row[]).map(toRow)
-    } finally {
-      db.close()
-    }
-  }
-  const client = new pg.Client({ connectionString: database.url, options: `-c search_path=${database.schema}` })
-  await client.connect()
-  try {
-    return (await client.query<Row>(query, [broadcastId])).rows.map(toRow)
-  } finally {
-    await client.end()
-  }
+  return (await readStore<Row>(database, query, [broadcastId])).map(toRow)
 }
 
 describe('a server killed while it hands a broadcast to two SMPP connections', () => {
