@@ -252,7 +252,10 @@ describe('a cancelled broadcast deleted after a SIGKILL', () => {
     // A batch in flight on the second node at the cancel may still finish; nothing later.
     expect(await acceptedAfter(database, cancelledAt + 1_000)).toBe(0)
     expect(rows).toEqual({ queued: 0, handedOver: books.numbers, cancelled: RECIPIENTS - books.numbers, otherFailures: 0 })
-    expect(books).toMatchObject({ parts: 2 * books.numbers, maxSubmissions: 1 })
+    expect(books.parts).toBe(2 * books.numbers)
+    // No part twice; none at all when the first node died before its first hand-over
+    // (on SQLite it may: the kill follows the queueing within milliseconds).
+    expect(books.maxSubmissions).toBeLessThanOrEqual(1)
     expect(await balanceOf(second, campaign)).toBe(CREDITS - 2 * books.numbers)
   }, 300_000)
 })
