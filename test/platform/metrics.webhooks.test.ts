@@ -45,7 +45,9 @@ async function accountWithWebhooks(server: TestServer, endpoints: string[]): Pro
 
 describe('webhook metrics', () => {
   it('count delivered, failed and timed-out attempts and time them', async () => {
-    const server = await startWebhookServer({ config: { metricsEnabled: true, webhookTimeoutMs: 500, webhookRetryScheduleMs: [60_000] } })
+    // The hanging endpoint times out; the other two must answer within the timeout even on a
+    // busy machine (at 500 ms all three timed out once in CI, under other tests' load).
+    const server = await startWebhookServer({ config: { metricsEnabled: true, webhookTimeoutMs: 2_000, webhookRetryScheduleMs: [60_000] } })
     servers.push(server)
     const createContact = await accountWithWebhooks(server, [receiver.url('/ok'), receiver.url('/fails'), receiver.url('/hangs')])
     await createContact()
