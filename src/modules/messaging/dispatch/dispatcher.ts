@@ -3,7 +3,6 @@ import type { Logger } from 'pino'
 import { optedOutAmong } from '../../audience/index.js'
 import type { Leases } from '../../../platform/lease.js'
 import type { EventDemand } from '../../../platform/outbox/demand.js'
-import { Semaphore } from '../../../platform/semaphore.js'
 import type { Carrier, OutgoingPart, SubmitResult } from '../carriers/carrier.js'
 import type { MessagingDeps } from '../deps.js'
 import { broadcastsWaitingSince, claimBroadcast, claimPriority, priorityDue, type QueuedRecipientRow } from './queue.js'
@@ -17,6 +16,7 @@ import { OPT_OUT_REPLY } from '../inbound/service.js'
 import { MessageInfoCache } from './message-cache.js'
 import { QueueReclaimer } from './queue-reclaimer.js'
 import type { ReceiptRecorder } from './receipts.js'
+import { Semaphore } from './semaphore.js'
 
 export interface DispatcherOptions {
   /** Recipients claimed at once; also how many one recording transaction moves. */

@@ -1,5 +1,4 @@
-// A counting semaphore whose waiters may ask to go first: the dispatcher's slots in a
-// carrier's window, and (of size 1) a SQLite connection's turn between requests and background work.
+// A counting semaphore whose waiters may ask to go first: the dispatcher's slots in a carrier's window.
 
 /** At most `size` holders at once; the rest wait in order, those asking first ahead of the others. */
 export class Semaphore {
@@ -7,7 +6,7 @@ export class Semaphore {
   private readonly waiting: (() => void)[] = []
   private readonly waitingFirst: (() => void)[] = []
 
-  constructor(private readonly size: number) {
+  constructor(size: number) {
     this.free = size
   }
 
@@ -39,16 +38,6 @@ export class Semaphore {
       signal?.addEventListener('abort', aborted, { once: true })
       queue.push(granted)
     })
-  }
-
-  /** Slots held now. */
-  get held(): number {
-    return this.size - this.free
-  }
-
-  /** How many wait for a slot. */
-  get queued(): number {
-    return this.waitingFirst.length + this.waiting.length
   }
 
   release(): void {
