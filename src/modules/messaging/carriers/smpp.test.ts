@@ -41,6 +41,8 @@ async function startCarrier(options: Partial<SmppCarrierOptions> = {}, handlers:
     logger,
     reconnect: { minMs: 20, maxMs: 200 },
     throttleRetryMs: 50,
+    // The test SMSC sends a receipt only when asked to: stop() need not wait 3 s for one.
+    receiptGraceMs: 200,
     ...options,
   })
   running.push(carrier)
@@ -237,6 +239,22 @@ describe('SMPP carrier', () => {
     expect(state.submits.map((submit) => submit.text)).toEqual(parts.map((part) => part.text))
     const ids = results.map((result) => (result.ok ? result.carrierMessageId : ''))
     expect(ids).toEqual(state.submits.map((submit) => submit.messageId))
+  })
+
+  it('hands a part waiting for a bind back as down after downAfterMs, also when it started after a long synchronous stretch', async () => {
+    // The event loop's clock is read as the loop turns, so the down timer set after 300 ms
+    // of synchronous work is due 300 ms early by performance.now().
+    await new Promise((resolve) => setImmediate(resolve))
+    const busyUntil = performance.now() + 300
+    while (performance.now() < busyUntil);
+    const { carrier } = await startCarrier({ url: smsc.url({ password: 'wrong' }), downAfterMs: 500, reconnect: { minMs: 40, maxMs: 400 } })
+    const startedAt = performance.now()
+
+    const result = await Promise.race([carrier.submit(onlyPart('waits for a bind')), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 3_000))])
+
+    expect(result).toEqual({ ok: false, refusedBy: 'carrier', error: expect.stringMatching(/^SMPP link down: not bound for \d+ s \(bind refused/) })
+    expect(performance.now() - startedAt).toBeGreaterThanOrEqual(490)
+    expect(carrier.state().status).toBe('down')
   })
 
   it('keeps retrying a refused bind with a growing back-off, without losing the waiting part', async () => {

@@ -231,7 +231,16 @@ export class SmppCarrier implements Carrier {
   }
 
   private handBackUnsent(): void {
-    if (!this.isDown || this.stopping) return
+    if (this.stopping || this.unboundSince === undefined) return
+    // A timer counts from the event loop's clock, read when the loop last turned; after a
+    // long synchronous stretch (a start under load) it can fire before the link has been
+    // unbound for downAfterMs by performance.now(). The rest is waited out, never skipped.
+    const left = this.downAfterMs - (performance.now() - this.unboundSince)
+    if (left > 0) {
+      this.downTimer = setTimeout(() => this.handBackUnsent(), Math.ceil(left))
+      this.downTimer.unref()
+      return
+    }
     const error = this.downError()
     this.logger.warn({ downAfterMs: this.downAfterMs }, 'SMPP link down; parts not yet sent go to the next carrier of their route')
     for (let i = this.queue.length - 1; i >= 0; i--) {
