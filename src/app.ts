@@ -27,7 +27,7 @@ import { OutboxRelay } from './platform/outbox/relay.js'
 import { createAccounts } from './modules/accounts/index.js'
 import { createAudience } from './modules/audience/index.js'
 import { createKeys } from './modules/keys/index.js'
-import { createMessaging, DEFAULT_BROADCAST_QUEUE } from './modules/messaging/index.js'
+import { createMessaging, DEFAULT_BROADCAST_QUEUE, type BroadcastQueueOptions } from './modules/messaging/index.js'
 import { createWebhooks, type Webhooks } from './modules/webhooks/index.js'
 import { createPush, type BusyProbe, type Push } from './modules/push/index.js'
 import type { AppModule, PlatformDeps } from './platform/module.js'
@@ -63,6 +63,8 @@ export interface BuildOptions {
   carrierCa?: string
   /** Tests only: how busy PUSH_COALESCE_WRITES=auto finds the node (by default, its event loop's utilization). */
   pushBusyProbe?: BusyProbe
+  /** Tests only: the chunks a broadcast's recipients are queued in (by default, as the store suits). */
+  broadcastQueue?: BroadcastQueueOptions
 }
 
 // Found as startWorker finds a thread's file: beside this one, as built (.js) or run from
@@ -140,8 +142,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     dispatchBatchSize: config.dispatchBatchSize,
     dispatchConcurrency: config.dispatchConcurrency ?? (config.database.kind === 'postgres' ? 4 : 2),
     // On SQLite a chunk's transaction holds the one write lock, and a request that writes
-    // waits for it: 2,000 contacts keep that wait to a few milliseconds.
-    broadcastQueue: { chunkSize: config.database.kind === 'postgres' ? DEFAULT_BROADCAST_QUEUE.chunkSize : 2_000 },
+    // waits for it: 2,000 contacts keep that wait to a few milliseconds. PostgreSQL locks
+    // rows, not the store: its chunks grow to 50,000 contacts, a tenth of the transactions.
+    broadcastQueue: options.broadcastQueue ?? (config.database.kind === 'postgres' ? { chunkSize: DEFAULT_BROADCAST_QUEUE.chunkSize, maxChunkSize: 50_000 } : { chunkSize: 2_000 }),
   })
   const push = createPush(deps, {
     jwtSecret: config.jwtSecret,

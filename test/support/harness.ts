@@ -139,6 +139,8 @@ export interface StartOptions {
   pushBusyProbe?: BuildOptions['pushBusyProbe']
   /** A CA that HTTP carrier connections (twilio) trust besides Node's own (BuildOptions.carrierCa). */
   carrierCa?: string
+  /** The chunks a broadcast's recipients are queued in (BuildOptions.broadcastQueue). */
+  broadcastQueue?: BuildOptions['broadcastQueue']
 }
 
 /** Builds the app as main.ts does and listens on 127.0.0.1, a random port. */
@@ -149,6 +151,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.pushBusyProbe ? { pushBusyProbe: options.pushBusyProbe } : {}),
     ...(options.carrierCa ? { carrierCa: options.carrierCa } : {}),
+    ...(options.broadcastQueue ? { broadcastQueue: options.broadcastQueue } : {}),
     logger: options.logger ?? pino({ level: 'silent' }),
   })
   const address = await app.listen({ host: '127.0.0.1', port: 0 })

@@ -17,8 +17,15 @@ import { flatPrice, parsePriceList, priceExpression } from '../routing/pricing.j
 import { StatsRollup } from '../stats/rollup.js'
 
 export interface BroadcastQueueOptions {
-  /** Contacts walked per transaction: short enough that no write holds the store (or SQLite's event loop) for long. */
+  /** Contacts walked by the first transaction: short enough that no write holds the store (or SQLite's event loop) for long. */
   chunkSize: number
+  /**
+   * Each later chunk walks twice as many contacts as the one before, up to this (default:
+   * chunkSize, no growth). The first chunks reach the dispatcher soon; the later, larger
+   * ones pay each transaction's fixed cost (a claim check, counters, rollups, a commit)
+   * over more recipients.
+   */
+  maxChunkSize?: number
 }
 
 export const DEFAULT_BROADCAST_QUEUE: BroadcastQueueOptions = { chunkSize: 5000 }
@@ -102,12 +109,13 @@ export class BroadcastQueue {
       window: parseWindow(broadcast.send_window),
     }
     let after = { createdAt: broadcast.queue_after_created_at!, id: broadcast.queue_after_id }
-    for (;;) {
+    const { chunkSize: first, maxChunkSize: largest = first } = this.options
+    for (let size = first; ; size = Math.min(largest, size * 2)) {
       if (this.stopping) return
       // Ahead of dispatch batches on SQLite's background connection: the dispatcher sends
       // what is queued already, and waiting turns with each of its batches took queueing
       // several times longer.
-      const { next, inserted, total } = await this.deps.metrics.slice('broadcast_queue', () => aheadOfOthers(() => this.chunk(plan, after)))
+      const { next, inserted, total } = await this.deps.metrics.slice('broadcast_queue', () => aheadOfOthers(() => this.chunk(plan, after, size)))
       this.deps.queued()
       this.deps.metrics.recipientsQueued('broadcast', inserted)
       if (total !== undefined) this.deps.metrics.broadcastQueued(total)
@@ -133,7 +141,7 @@ export class BroadcastQueue {
    * Queues one chunk; answers where the next starts (undefined once the walk is done), how
    * many recipients it queued, and once done the broadcast's total.
    */
-  private async chunk(plan: ChunkPlan, after: { createdAt: string; id: string }): Promise<{ next: { createdAt: string; id: string } | undefined; inserted: number; total: number | undefined }> {
+  private async chunk(plan: ChunkPlan, after: { createdAt: string; id: string }, size: number): Promise<{ next: { createdAt: string; id: string } | undefined; inserted: number; total: number | undefined }> {
     const { db } = this.deps
     const { broadcastId, messageId, accountId } = plan
     const afterKey = sql<boolean>`(contacts.created_at, contacts.id) > (${after.createdAt}, ${after.id})`
@@ -145,7 +153,7 @@ export class BroadcastQueue {
       .where(afterKey)
       .orderBy('created_at')
       .orderBy('id')
-      .offset(this.options.chunkSize - 1)
+      .offset(size - 1)
       .limit(1)
       .executeTakeFirst()
     const upTo = last ? sql<boolean>`(contacts.created_at, contacts.id) <= (${last.created_at}, ${last.id})` : sql<boolean>`1 = 1`

@@ -1,0 +1,70 @@
+/**
+ * A broadcast's recipients are queued in chunks of contacts, each twice the one before up
+ * to a largest size (PostgreSQL: 5,000 growing to 50,000). Here the chunks are tiny, so a
+ * small audience crosses many chunk boundaries and every size in between.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { usNumber } from '../../../../test/support/csv.js'
+import { createKey, signUp } from '../../../../test/support/fixtures.js'
+import { startServer, type TestServer } from '../../../../test/support/harness.js'
+import { readStore } from '../../../../test/support/store-read.js'
+
+const ADMIN_TOKEN = 'admin-token-0123456789'
+
+let server: TestServer
+
+beforeAll(async () => {
+  server = await startServer({ config: { adminToken: ADMIN_TOKEN }, broadcastQueue: { chunkSize: 3, maxChunkSize: 16 } })
+})
+afterAll(() => server.close())
+
+async function account(credits: number): Promise<{ accountId: string; key: string }> {
+  const owner = await signUp(server)
+  expect((await server.post(`/v1/admin/accounts/${owner.accountId}/credits`, { token: ADMIN_TOKEN, body: { amount: credits } })).status).toBe(200)
+  return { accountId: owner.accountId, key: await createKey(server, owner) }
+}
+
+async function addContacts(key: string, phoneNumbers: string[], contactListId: string): Promise<string[]> {
+  const response = await server.post('/v1/contacts', { token: key, body: { phoneNumbers: phoneNumbers.join(','), contactListId } })
+  expect(response.status).toBe(201)
+  return response.body.contactIds
+}
+
+describe('a broadcast queued in growing chunks', () => {
+  it('queues every member once, none opted out and none of another account whose contacts lie between, and charges exactly them', async () => {
+    const sender = await account(1_000)
+    const neighbour = await account(1_000)
+    const list = (await server.post('/v1/contact-lists', { token: sender.key, body: { name: 'Chunked' } })).body as string
+    const otherList = (await server.post('/v1/contact-lists', { token: neighbour.key, body: { name: 'Between' } })).body as string
+    // The two accounts' contacts interleave in creation order, the order the walk takes.
+    const members: string[] = []
+    const ids: string[] = []
+    for (let batch = 0; batch < 6; batch++) {
+      const numbers = Array.from({ length: 10 }, (_, i) => usNumber(batch * 10 + i))
+      members.push(...numbers)
+      ids.push(...(await addContacts(sender.key, numbers, list)))
+      await addContacts(neighbour.key, [usNumber(1_000 + batch * 2), usNumber(1_001 + batch * 2)], otherList)
+    }
+    const optedOut = new Set([0, 4, 17, 31, 32, 45, 59])
+    for (const index of optedOut) {
+      expect((await server.patch(`/v1/contacts/${ids[index]}`, { token: sender.key, body: { optedOut: true } })).status).toBe(200)
+    }
+    const expected = members.filter((_, index) => !optedOut.has(index))
+
+    const broadcast = (await server.post('/v1/broadcasts', { token: sender.key, body: { name: 'Chunked', message: 'Doors open at 9', senderId: 'Acme', contactListId: list } })).body as string
+    expect((await server.post(`/v1/broadcasts/${broadcast}/send`, { token: sender.key })).status).toBe(202)
+    await expect.poll(async () => (await server.get(`/v1/broadcasts/${broadcast}`, { token: sender.key })).body.status, { timeout: 15_000, interval: 50 }).toBe('completed')
+
+    const done = (await server.get(`/v1/broadcasts/${broadcast}`, { token: sender.key })).body
+    expect(done).toMatchObject({ recipients: expected.length, creditsUsed: expected.length, sent: expected.length, delivered: expected.length, failed: 0 })
+    expect((await server.get('/v1/account', { token: sender.key })).body.balance).toBe(1_000 - expected.length)
+    expect((await server.get('/v1/account', { token: neighbour.key })).body.balance).toBe(1_000)
+    const queued = await readStore<{ phone_number: string; account_id: string }>(
+      server.config.database,
+      'select phone_number, account_id from message_recipients where message_id = (select message_id from broadcasts where id = $1)',
+      [broadcast],
+    )
+    expect(queued.map((row) => row.phone_number).sort()).toEqual([...expected].sort())
+    expect(new Set(queued.map((row) => row.account_id))).toEqual(new Set([sender.accountId]))
+  })
+})
