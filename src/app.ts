@@ -143,8 +143,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     dispatchConcurrency: config.dispatchConcurrency ?? (config.database.kind === 'postgres' ? 4 : 2),
     // On SQLite a chunk's transaction holds the one write lock, and a request that writes
     // waits for it: 2,000 contacts keep that wait to a few milliseconds. PostgreSQL locks
-    // rows, not the store: its chunks grow to 50,000 contacts, a tenth of the transactions.
-    broadcastQueue: options.broadcastQueue ?? (config.database.kind === 'postgres' ? { chunkSize: DEFAULT_BROADCAST_QUEUE.chunkSize, maxChunkSize: 50_000 } : { chunkSize: 2_000 }),
+    // rows, not the store: its chunks grow to 100,000 contacts, a twentieth of the transactions.
+    broadcastQueue: options.broadcastQueue ?? (config.database.kind === 'postgres' ? { chunkSize: DEFAULT_BROADCAST_QUEUE.chunkSize, maxChunkSize: 100_000 } : { chunkSize: 2_000 }),
   })
   const push = createPush(deps, {
     jwtSecret: config.jwtSecret,

@@ -172,7 +172,7 @@ export class BroadcastQueue {
       const room = Number(state.queue_total) - Number(state.queued)
       // Before routes had prices, every recipient was paid for at 1.
       const paidPrices = state.queue_price_total === null ? Number(state.queue_total) : Number(state.queue_price_total)
-      const rows = { messageId, accountId, where, limit: room, dueAt: now.toISOString(), pricing: plan.pricing, timing }
+      const rows = { store: this.deps.dialect.name, messageId, accountId, where, limit: room, dueAt: now.toISOString(), pricing: plan.pricing, timing }
       const { inserted, priceSum } =
         room <= 0
           ? { inserted: 0, priceSum: 0 }
@@ -287,6 +287,7 @@ interface WindowTiming {
 }
 
 interface ChunkRows {
+  store: 'sqlite' | 'postgres'
   messageId: string
   accountId: string
   where: RawBuilder<boolean>
@@ -343,7 +344,15 @@ async function insertChunk(trx: Transaction<DB>, rows: ChunkRows): Promise<{ ins
     const inserted = Number(result.numInsertedOrUpdatedRows ?? 0n)
     return { inserted, priceSum: inserted * pricing.flat }
   }
-  // Prices differ by number: the chunk's rows tell what they cost (a few thousand integers).
+  // Prices differ by number: the chunk's rows tell what they cost. PostgreSQL sums them
+  // itself, since its chunks grow to tens of thousands of rows that would otherwise come
+  // back to this thread one object each; SQLite (no INSERT in a WITH) returns its 2,000.
+  if (rows.store === 'postgres') {
+    const { rows: counted } = await sql<{ inserted: number; price_sum: number }>`
+      with inserted as (${insert.returning('price')})
+      select count(*) as inserted, coalesce(sum(price), 0) as price_sum from inserted`.execute(trx)
+    return { inserted: Number(counted[0]!.inserted), priceSum: Number(counted[0]!.price_sum) }
+  }
   const inserted = await insert.returning('price').execute()
   return { inserted: inserted.length, priceSum: inserted.reduce((sum, row) => sum + Number(row.price), 0) }
 }
