@@ -48,7 +48,12 @@ async function draft(key: string, offset: number, count: number): Promise<string
 const sentOf = async (key: string, broadcast: string): Promise<number> => (await server.get(`/v1/broadcasts/${broadcast}`, { token: key })).body.sent
 
 describe('dispatch order', () => {
-  it('shares the carrier between two accounts’ broadcasts and hands a third account’s single SMS over within a second', async () => {
+  // Two more tries, each with new accounts, and the bound unchanged: the second is measured
+  // through the test's own polling on the server's event loop, and on a machine running
+  // three other test files at once it once came to 1.1 s. A dispatcher that put the single
+  // send behind the broadcasts would miss it every try (the hundreds of recipients left
+  // of both, at 500 a second).
+  it('shares the carrier between two accounts’ broadcasts and hands a third account’s single SMS over within a second', { retry: 2, timeout: 60_000 }, async () => {
     const [first, second, third] = [await account(), await account(), await account()]
     const a = await draft(first.key, 10_000, RECIPIENTS)
     const b = await draft(second.key, 20_000, RECIPIENTS)
@@ -75,5 +80,5 @@ describe('dispatch order', () => {
     const bWhenADone = await sentOf(second.key, b)
     expect(bWhenADone, `the second campaign had ${bWhenADone} of ${RECIPIENTS} handed over when the first finished`).toBeGreaterThanOrEqual(RECIPIENTS / 3)
     await expect.poll(() => sentOf(second.key, b), { timeout: 20_000, interval: 50 }).toBe(RECIPIENTS)
-  }, 60_000)
+  })
 })
