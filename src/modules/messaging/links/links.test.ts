@@ -351,11 +351,15 @@ describe('LinkClicked', () => {
     const requests = await receiver.waitFor(`/clicks-${c.broadcastId}`, 3)
     const payloads = requests.map((r) => verifySignature(secret, r) as Record<string, unknown>)
     for (const payload of payloads) expect(Object.keys(payload)).toEqual(['event', 'broadcastId', 'recipientPhone', 'url', 'at'])
-    expect(payloads).toEqual([
-      { event: 'LinkClicked', broadcastId: c.broadcastId, recipientPhone: first!.phoneNumber, url: LINKS[1], at: expect.stringMatching(ISO) },
-      { event: 'LinkClicked', broadcastId: c.broadcastId, recipientPhone: first!.phoneNumber, url: LINKS[1], at: expect.stringMatching(ISO) },
-      { event: 'LinkClicked', broadcastId: c.broadcastId, recipientPhone: second!.phoneNumber, url: LINKS[0], at: expect.stringMatching(ISO) },
-    ])
+    // Deliveries go out side by side and may arrive in any order: both sorted by recipient.
+    const byRecipient = (a: Record<string, unknown>, b: Record<string, unknown>) => String(a.recipientPhone).localeCompare(String(b.recipientPhone))
+    expect(payloads.sort(byRecipient)).toEqual(
+      [
+        { event: 'LinkClicked', broadcastId: c.broadcastId, recipientPhone: first!.phoneNumber, url: LINKS[1], at: expect.stringMatching(ISO) },
+        { event: 'LinkClicked', broadcastId: c.broadcastId, recipientPhone: first!.phoneNumber, url: LINKS[1], at: expect.stringMatching(ISO) },
+        { event: 'LinkClicked', broadcastId: c.broadcastId, recipientPhone: second!.phoneNumber, url: LINKS[0], at: expect.stringMatching(ISO) },
+      ].sort(byRecipient),
+    )
     const logs = await waitForLogs(server, c.key, webhookId, 3)
     expect(logs.map((entry) => [entry.eventType, entry.success])).toEqual(Array(3).fill(['LinkClicked', true]))
   })
