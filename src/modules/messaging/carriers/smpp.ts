@@ -224,9 +224,9 @@ export class SmppCarrier implements Carrier {
   }
 
   /** At CARRIER_DOWN_AFTER_MS without a bind: the parts that never left go back to the dispatcher. */
-  private scheduleDown(): void {
+  private scheduleDown(delayMs = this.downAfterMs): void {
     clearTimeout(this.downTimer)
-    this.downTimer = setTimeout(() => this.handBackUnsent(), this.downAfterMs)
+    this.downTimer = setTimeout(() => this.handBackUnsent(), delayMs)
     this.downTimer.unref()
   }
 
@@ -236,11 +236,7 @@ export class SmppCarrier implements Carrier {
     // long synchronous stretch (a start under load) it can fire before the link has been
     // unbound for downAfterMs by performance.now(). The rest is waited out, never skipped.
     const left = this.downAfterMs - (performance.now() - this.unboundSince)
-    if (left > 0) {
-      this.downTimer = setTimeout(() => this.handBackUnsent(), Math.ceil(left))
-      this.downTimer.unref()
-      return
-    }
+    if (left > 0) return this.scheduleDown(Math.ceil(left))
     const error = this.downError()
     this.logger.warn({ downAfterMs: this.downAfterMs }, 'SMPP link down; parts not yet sent go to the next carrier of their route')
     for (let i = this.queue.length - 1; i >= 0; i--) {
