@@ -39,6 +39,12 @@ export interface LeaseOptions {
 
 const SWEEP_BATCH = 1000
 
+interface HeldRow {
+  onLost: () => void
+  /** performance.now() when the expiry last written for this node was computed: the claim's, then each renewal's. */
+  since: number
+}
+
 /**
  * One lease mechanism for every background job. A node claims a row by writing its node
  * id and an expiry, renews every claim it holds a few times per lease, and releases it
@@ -48,7 +54,7 @@ const SWEEP_BATCH = 1000
  */
 export class Leases {
   private readonly work = new Map<LeasedTable, LeasedWork>()
-  private readonly held = new Map<LeasedTable, Map<LeasedId, () => void>>()
+  private readonly held = new Map<LeasedTable, Map<LeasedId, HeldRow>>()
   private readonly sweeper: BackgroundLoop
 
   constructor(
@@ -60,8 +66,7 @@ export class Leases {
   ) {
     this.sweeper = new BackgroundLoop(() => this.tick(), {
       pacing: 'fixed-rate',
-      // Renewing three times per lease leaves two renewals of slack before it can expire.
-      intervalMs: Math.max(10, Math.floor(options.ttlMs / 3)),
+      intervalMs: this.renewEveryMs,
       logger,
       // tick() logs its own failures; this is never reached.
       errorMessage: 'lease renewal or sweep failed; retrying on the next tick',
@@ -89,11 +94,33 @@ export class Leases {
   /**
    * Keeps renewing a claimed row until release(). `onLost` runs if a renewal finds the
    * row no longer ours (another node reclaimed it after we failed to renew in time).
+   * `claimedAt` is performance.now() taken just before claim() gave the claim's expiry
+   * (by default now, for a claim just written).
    */
-  hold(table: LeasedTable, id: LeasedId, onLost: () => void = () => {}): void {
+  hold(table: LeasedTable, id: LeasedId, { onLost = () => {}, claimedAt = performance.now() }: { onLost?: () => void; claimedAt?: number } = {}): void {
     let rows = this.held.get(table)
     if (!rows) this.held.set(table, (rows = new Map()))
-    rows.set(id, onLost)
+    rows.set(id, { onLost, since: claimedAt })
+  }
+
+  /**
+   * Whether this node's claim on a held row has at least a tenth of the lease still to
+   * run, timed on this process's monotonic clock from the expiry it last wrote. Work that
+   * another node would repeat once the claim lapses (a part handed to a carrier outside
+   * the store) starts only while this holds: a node that was frozen past its lease (a
+   * paused process, a starved machine) does not go on with work another node has taken
+   * over. The tenth to spare covers the nodes' clocks differing a little; a renewal that
+   * is merely late (the next is due at a third) does not stop the work.
+   */
+  stillHeld(table: LeasedTable, id: LeasedId): boolean {
+    const row = this.held.get(table)?.get(id)
+    if (row === undefined) return false
+    return performance.now() - row.since < this.options.ttlMs * 0.9
+  }
+
+  /** Renewing three times per lease leaves two renewals of slack before it can expire. */
+  private get renewEveryMs(): number {
+    return Math.max(10, Math.floor(this.options.ttlMs / 3))
   }
 
   release(table: LeasedTable, id: LeasedId): void {
@@ -130,21 +157,27 @@ export class Leases {
       if (rows.size === 0) continue
       const ids = [...rows.keys()]
       const mine = sql`lease_owner = ${this.options.nodeId} and id in (${sql.join(ids)})`
+      const since = performance.now()
+      const expiry = this.expiry()
       // Rows another transaction has locked (this node recording their outcome, usually) are
       // passed over rather than waited for: a renewal waiting on them held its own locks
       // meanwhile, and every transaction needing those waited for it in turn, for seconds.
-      const renewed = await sql<{ id: LeasedId }>`update ${sql.table(table)} set lease_expires_at = ${this.expiry()}
+      const renewed = await sql<{ id: LeasedId }>`update ${sql.table(table)} set lease_expires_at = ${expiry}
         where id in (select id from ${sql.table(table)} where ${mine} ${this.dialect.forUpdateSkipLocked()}) returning id`.execute(this.db)
+      for (const { id } of renewed.rows) {
+        const row = rows.get(id)
+        if (row) row.since = since
+      }
       if (renewed.rows.length === ids.length) continue
       // A row passed over is lost only if it is no longer ours; else the next renewal takes it.
       const stillMine = await sql<{ id: LeasedId }>`select id from ${sql.table(table)} where ${mine}`.execute(this.db)
       const kept = new Set([...renewed.rows, ...stillMine.rows].map((row) => row.id))
       for (const id of ids) {
-        const onLost = rows.get(id)
-        if (kept.has(id) || !onLost) continue
+        const row = rows.get(id)
+        if (kept.has(id) || !row) continue
         rows.delete(id)
         this.logger.warn({ table, id }, 'lease lost to another node; stopping the work')
-        onLost()
+        row.onLost()
       }
     }
   }

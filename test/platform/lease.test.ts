@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Kysely, Transaction } from 'kysely'
 import { pino } from 'pino'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
@@ -76,7 +77,7 @@ describe('leases', () => {
     const c = node('node-c')
     const [id] = await insertWork(a.leases)
     let lost = 0
-    a.leases.hold('contact_imports', id!, () => lost++)
+    a.leases.hold('contact_imports', id!, { onLost: () => lost++ })
 
     clock.advance(TTL - 1)
     await b.leases.tick()
@@ -96,6 +97,25 @@ describe('leases', () => {
     expect(lost).toBe(1)
   })
 
+  it('a holder counts its claim as held only while a tenth of it is left by its own clock, and again once a renewal lands', async () => {
+    const a = node('node-a')
+    const claimedAt = performance.now()
+    const [id] = await insertWork(a.leases)
+    a.leases.hold('contact_imports', id!, { claimedAt })
+    expect(a.leases.stillHeld('contact_imports', id!)).toBe(true)
+    // A renewal late by a third of the lease (due at a third, none yet at two thirds) stops nothing.
+    await sleep((TTL * 2) / 3)
+    expect(a.leases.stillHeld('contact_imports', id!)).toBe(true)
+    // None for nine tenths: another node may reclaim the row a tenth later, so the holder
+    // stops counting on it now.
+    await sleep(TTL * 0.9 - (TTL * 2) / 3 + 50)
+    expect(a.leases.stillHeld('contact_imports', id!)).toBe(false)
+    await a.leases.tick()
+    expect(a.leases.stillHeld('contact_imports', id!)).toBe(true)
+    a.leases.release('contact_imports', id!)
+    expect(a.leases.stillHeld('contact_imports', id!)).toBe(false)
+  })
+
   it('a node does not reclaim its own held work even when a renewal came late', async () => {
     const a = node('node-a')
     const [id] = await insertWork(a.leases)
@@ -111,8 +131,8 @@ describe('leases', () => {
     const a = node('node-a')
     const [locked, free] = await insertWork(a.leases, 2)
     let lost = 0
-    a.leases.hold('contact_imports', locked!, () => lost++)
-    a.leases.hold('contact_imports', free!, () => lost++)
+    a.leases.hold('contact_imports', locked!, { onLost: () => lost++ })
+    a.leases.hold('contact_imports', free!, { onLost: () => lost++ })
     clock.advance(TTL / 2)
     let unlock!: () => void
     let isLocked!: () => void

@@ -221,7 +221,7 @@ export class DeliveryWorker {
         continue
       }
       count(this.inHand, delivery.webhookId, 1)
-      this.leases.hold('webhook_deliveries', delivery.id, () => this.lost(delivery.id))
+      this.leases.hold('webhook_deliveries', delivery.id, { onLost: () => this.lost(delivery.id) })
       this.queue.push(delivery)
     }
     await queries.releaseDeliveries(this.deps.db, over)
@@ -232,7 +232,7 @@ export class DeliveryWorker {
   private takeJobs(claimed: JobClaim): number {
     for (const job of claimed.jobs) {
       this.jobs.set(job.id, { open: job.deliveries, unfinished: false })
-      this.leases.hold('webhook_jobs', job.id, () => this.lostJob(job.id))
+      this.leases.hold('webhook_jobs', job.id, { onLost: () => this.lostJob(job.id) })
     }
     for (const delivery of claimed.deliveries) {
       count(this.inHand, delivery.webhookId, 1)

@@ -8,6 +8,7 @@ import {
   type SqliteDatabase,
 } from 'kysely'
 import { isAheadOfOthers } from './connection-priority.js'
+import { Semaphore } from '../semaphore.js'
 import { LockWait, releases } from './sqlite-lock-signals.js'
 
 /** The better-sqlite3 database as the driver uses it: whether a transaction is open decides whether a busy statement may wait. */
@@ -56,7 +57,8 @@ export class NonBlockingSqliteDialect extends SqliteDialect {
  * savepoints by name.
  */
 export abstract class OneConnectionDriver<C extends DatabaseConnection> implements Driver {
-  protected readonly mutex = new ConnectionMutex()
+  /** The one connection: first come, first served, work under aheadOfOthers before the rest. */
+  protected readonly mutex = new Semaphore(1)
   protected abstract readonly connection: C
 
   async init(): Promise<void> {}
@@ -66,7 +68,7 @@ export abstract class OneConnectionDriver<C extends DatabaseConnection> implemen
 
   async acquireConnection(): Promise<DatabaseConnection> {
     const started = performance.now()
-    await this.mutex.lock(isAheadOfOthers())
+    await this.mutex.acquire(isAheadOfOthers())
     this.onWait?.((performance.now() - started) / 1000)
     return this.connection
   }
@@ -78,7 +80,7 @@ export abstract class OneConnectionDriver<C extends DatabaseConnection> implemen
 
   /** 1 while a query or transaction holds the connection, else 0. */
   get busy(): number {
-    return this.mutex.held ? 1 : 0
+    return this.mutex.held
   }
 
   abstract beginTransaction(connection: DatabaseConnection): Promise<void>
@@ -99,7 +101,7 @@ export abstract class OneConnectionDriver<C extends DatabaseConnection> implemen
   }
 
   async releaseConnection(): Promise<void> {
-    this.mutex.unlock()
+    this.mutex.release()
   }
 }
 
@@ -146,7 +148,7 @@ const identifier = (name: string) => `"${name.replaceAll('"', '""')}"`
 class NonBlockingSqliteConnection implements DatabaseConnection {
   constructor(
     private readonly database: DriverDatabase,
-    private readonly mutex: ConnectionMutex,
+    private readonly mutex: Semaphore,
     private readonly lockTimeoutMs: number,
     private readonly lockSignals: Int32Array | undefined,
   ) {}
@@ -176,11 +178,11 @@ class NonBlockingSqliteConnection implements DatabaseConnection {
           // The statement did nothing: the connection serves others while this one waits,
           // until a writer on another thread lets the lock go, or the retry timer ends
           // (the lock may be held by a connection that does not announce its release).
-          this.mutex.unlock()
+          this.mutex.release()
           if (this.lockSignals) wait ??= new LockWait(this.lockSignals)
           const retryMs = Math.min(2 ** attempt, MAX_RETRY_MS)
           await (wait ? wait.until(releasesSeen, retryMs) : new Promise((resolve) => setTimeout(resolve, retryMs)))
-          await this.mutex.lock(isAheadOfOthers())
+          await this.mutex.acquire(isAheadOfOthers())
         }
       }
     } finally {
@@ -201,34 +203,4 @@ function isBusy(err: unknown): boolean {
   return err instanceof Error && 'code' in err && typeof err.code === 'string' && err.code.startsWith('SQLITE_BUSY')
 }
 
-/** First come, first served: whoever waits longest gets the connection next. */
-class ConnectionMutex {
-  private locked = false
-  private readonly waiting: (() => void)[] = []
-  private readonly waitingFirst: (() => void)[] = []
-
-  lock(first = false): Promise<void> {
-    if (!this.locked) {
-      this.locked = true
-      return Promise.resolve()
-    }
-    return new Promise((resolve) => (first ? this.waitingFirst : this.waiting).push(resolve))
-  }
-
-  unlock(): void {
-    const next = this.waitingFirst.shift() ?? this.waiting.shift()
-    if (next) next()
-    else this.locked = false
-  }
-
-  /** Whether someone holds the connection now. */
-  get held(): boolean {
-    return this.locked
-  }
-
-  /** How many wait for it. */
-  get queued(): number {
-    return this.waitingFirst.length + this.waiting.length
-  }
-}
 

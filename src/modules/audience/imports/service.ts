@@ -106,8 +106,10 @@ export class ContactImporter {
       ...this.leases.claim(),
     })
     // Should another node reclaim it (this one stalled past the lease), stop writing.
-    this.leases.hold('contact_imports', importId, () => {
-      for (const worker of this.workers.get(importId) ?? []) void worker.terminate()
+    this.leases.hold('contact_imports', importId, {
+      onLost: () => {
+        for (const worker of this.workers.get(importId) ?? []) void worker.terminate()
+      },
     })
     const done = this.run(importId, accountId, listId, path)
     this.running.add(done)

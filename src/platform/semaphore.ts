@@ -1,4 +1,5 @@
-// A counting semaphore whose waiters may ask to go first: the dispatcher's slots in a carrier's window.
+// A counting semaphore whose waiters may ask to go first: the dispatcher's slots in a
+// carrier's window, and (of size 1) a SQLite connection that priority work takes first.
 
 /** At most `size` holders at once; the rest wait in order, those asking first ahead of the others. */
 export class Semaphore {
@@ -6,7 +7,7 @@ export class Semaphore {
   private readonly waiting: (() => void)[] = []
   private readonly waitingFirst: (() => void)[] = []
 
-  constructor(size: number) {
+  constructor(private readonly size: number) {
     this.free = size
   }
 
@@ -44,5 +45,15 @@ export class Semaphore {
     const next = this.waitingFirst.shift() ?? this.waiting.shift()
     if (next) next()
     else this.free++
+  }
+
+  /** Slots held now. */
+  get held(): number {
+    return this.size - this.free
+  }
+
+  /** How many wait for a slot. */
+  get queued(): number {
+    return this.waitingFirst.length + this.waiting.length
   }
 }
