@@ -38,6 +38,8 @@ export interface Platform {
   config: Config
   store: Store
   relay: OutboxRelay
+  /** What the relay's consumers read: a consumer subscribed to the relay adds its demand here, or per-recipient events are not written for it. */
+  demand: CombinedDemand
   leases: Leases
   webhooks: Webhooks
   push: Push
@@ -141,6 +143,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     ...(options.carrierCa ? { carrierCa: options.carrierCa } : {}),
     dispatchBatchSize: config.dispatchBatchSize,
     dispatchConcurrency: config.dispatchConcurrency ?? (config.database.kind === 'postgres' ? 4 : 2),
+    // On SQLite the queueing's chunks go ahead of dispatch on the writer's connection already.
+    dispatchConcurrencyWhileQueueing: config.database.kind === 'postgres' ? 1 : (config.dispatchConcurrency ?? 2),
     // On SQLite a chunk's transaction holds the one write lock, and a request that writes
     // waits for it: 2,000 contacts keep that wait to a few milliseconds. PostgreSQL locks
     // rows, not the store: its chunks grow to 100,000 contacts, a twentieth of the transactions.
@@ -176,7 +180,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // installDraining refuses requests that arrive while closing, as problem+json.
     return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>()
-  app.decorate('platform', { config, store, relay, leases, webhooks, push, clock, logger })
+  app.decorate('platform', { config, store, relay, demand, leases, webhooks, push, clock, logger })
 
   // JSON only, unless a route's module adds a parser of its own (CSV import).
   app.removeContentTypeParser('text/plain')

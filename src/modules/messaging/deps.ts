@@ -12,8 +12,11 @@ export interface MessagingDeps {
   clock: Clock
   /** Long read-only queries, kept off the request path's connection on SQLite. */
   readLong<T>(query: Compilable<T>): Promise<T[]>
-  /** Wakes the dispatcher after new recipients are queued. */
-  queued(): void
+  /**
+   * Wakes the dispatcher after new recipients are queued: single sends and replies
+   * ('priority'), or a broadcast's ('broadcast'), which it looks up among those waiting.
+   */
+  queued(lane: 'priority' | 'broadcast'): void
   /** Claims of background work (scheduled and started broadcasts). */
   leases: Leases
   /** Writes the recipients of a broadcast this node has started and claimed. */

@@ -41,6 +41,8 @@ export interface MessagingOptions {
   dispatchBatchSize: number
   /** Dispatch batches in flight at once (see DispatcherOptions). */
   dispatchConcurrency: number
+  /** Batches in flight while this node queues a broadcast (at most dispatchConcurrency). */
+  dispatchConcurrencyWhileQueueing: number
   scheduler?: BroadcastSchedulerOptions
   broadcastQueue?: BroadcastQueueOptions
   /** Whether ADMIN_TOKEN is set: the carrier and route management routes exist only then. */
@@ -123,7 +125,7 @@ export class Messaging implements AppModule {
       clock,
       demand,
       leases,
-      queued: () => this.dispatcher.wake(),
+      queued: (lane) => this.dispatcher.wake(lane),
       queueBroadcast: (broadcastId) => this.broadcastQueue.queue(broadcastId),
       metrics: messagingMetrics,
       priceOf: (accountId, phoneNumber) => this.connections.routes.choose(accountId, phoneNumber)?.price ?? 1,
@@ -191,6 +193,8 @@ export class Messaging implements AppModule {
       batchSize,
       idlePollMs: 250,
       concurrency: options.dispatchConcurrency,
+      concurrencyWhileQueueing: options.dispatchConcurrencyWhileQueueing,
+      queueing: () => this.broadcastQueue.walking,
       wakeDelayMs: 2,
       retryAfterMs: UNTAKEN_RETRY_MS,
       giveUpAfterMs: options.carrierGiveUpAfterMs,

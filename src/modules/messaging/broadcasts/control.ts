@@ -56,7 +56,7 @@ export async function resumeBroadcast(deps: MessagingDeps, accountId: string, br
     if (row.message_id !== null) await completeBroadcasts(trx, [row.message_id], at)
   })
   deps.broadcastControlled(broadcastId)
-  deps.queued()
+  deps.queued('broadcast')
   return getBroadcast(deps, accountId, broadcastId)
 }
 
@@ -157,7 +157,7 @@ export async function failCancelled(deps: Pick<MessagingDeps, 'db' | 'dialect' |
         progress.refunded(message.account_id, message.broadcast_id, at, credits)
       }
       progress.count(messageId, message.broadcast_id, { failed: rows.length }, { accountId: message.account_id, carrier: '', at, failure: { error: CANCELLED, phoneNumber: rows[0]!.phone_number } })
-      for (const r of rows) await progress.event(smsFailed({ messageId, accountId: message.account_id, phoneNumber: r.phone_number }, at, CANCELLED), true)
+      for (const r of rows) await progress.event(smsFailed({ messageId, accountId: message.account_id, phoneNumber: r.phone_number }, at, CANCELLED))
       await progress.write(trx, at)
       return rows.length
     })

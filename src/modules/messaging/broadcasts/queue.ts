@@ -70,6 +70,11 @@ export class BroadcastQueue {
     this.running.set(broadcastId, run)
   }
 
+  /** Whether this node is queueing a broadcast's recipients now. */
+  get walking(): boolean {
+    return this.running.size > 0
+  }
+
   /** Resolves when every walk this node runs has finished its current chunk. */
   async stop(): Promise<void> {
     this.stopping = true
@@ -116,7 +121,7 @@ export class BroadcastQueue {
       // what is queued already, and waiting turns with each of its batches took queueing
       // several times longer.
       const { next, inserted, total } = await this.deps.metrics.slice('broadcast_queue', () => aheadOfOthers(() => this.chunk(plan, after, size)))
-      this.deps.queued()
+      this.deps.queued('broadcast')
       this.deps.metrics.recipientsQueued('broadcast', inserted)
       if (total !== undefined) this.deps.metrics.broadcastQueued(total)
       if (!next) return

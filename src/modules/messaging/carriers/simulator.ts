@@ -18,6 +18,8 @@ export interface SimulatorOptions {
 const FAILING_NUMBER = /00[0-9]{2}$/
 const SIMULATED_ERROR = 'UNDELIV err:001 (simulated carrier error for numbers ending 0000-0099)'
 const REPORTS_PER_POLL = 2000
+/** Acceptance times kept for parts not recorded yet, at most: a record that never comes (its batch failed) leaves its own behind. */
+const ACCEPTANCES_KEPT = 100_000
 
 /**
  * A carrier that answers like one, on its own clock, without anything leaving the
@@ -35,6 +37,8 @@ export class SimulatorCarrier implements Carrier {
   private polling: Promise<void> | undefined
   private readonly startedAt = new Date()
   private readonly sent = new MinuteCounter()
+  /** When each part was accepted, by its id, until its batch is recorded: the books say when a part was handed over, not when it was recorded. */
+  private readonly acceptedAt = new Map<string, Date>()
 
   constructor(
     readonly name: 'simulator' | 'sandbox',
@@ -60,7 +64,10 @@ export class SimulatorCarrier implements Carrier {
 
   async submit(_part: OutgoingPart): Promise<SubmitResult> {
     this.sent.add()
-    return { ok: true, carrierMessageId: newId() }
+    const carrierMessageId = newId()
+    this.acceptedAt.set(carrierMessageId, this.clock.now())
+    if (this.acceptedAt.size > ACCEPTANCES_KEPT) this.acceptedAt.delete(this.acceptedAt.keys().next().value!)
+    return { ok: true, carrierMessageId }
   }
 
   /** Always up: it answers from this process. */
@@ -83,12 +90,13 @@ export class SimulatorCarrier implements Carrier {
             to_number: part.to,
             outcome: FAILING_NUMBER.test(part.to) ? ('failed' as const) : ('delivered' as const),
             report_at: reportAt,
-            accepted_at: now.toISOString(),
+            accepted_at: (this.acceptedAt.get(part.carrierMessageId) ?? now).toISOString(),
           })),
         )
         .onConflict((oc) => oc.column('part_id').doUpdateSet({ submissions: sql`simulator_messages.submissions + 1` }))
         .execute()
     }
+    for (const part of accepted) this.acceptedAt.delete(part.carrierMessageId)
   }
 
   async stop(): Promise<void> {

@@ -27,7 +27,7 @@ beforeAll(async () => {
     // One dispatch loop: a test below keeps it busy with a throttled submit.
     config: { carrier: 'smpp', smppUrl: smsc.url(), smppWindow: 10, smppMaxPerSecond: 1000, adminToken: TEST_ADMIN_TOKEN, dispatchConcurrency: 1 },
   })
-  probe = await EventProbe.attach(server, 'smpp-e2e')
+  probe = await EventProbe.attach(server, 'smpp-e2e', { perRecipient: true })
   alice = await signUp(server)
   key = await createKey(server, alice)
   await topUp(server, alice.accountId, 10_000)

@@ -71,6 +71,7 @@ describe('dispatch order', () => {
     // As the server recorded it: from the message's creation to the carrier's acceptance.
     const sms = (await server.get(`/v1/sms/${single.body.messageId}`, { token: third.key })).body
     const handedOverMs = Date.parse(sms.recipients[0].sentAt) - Date.parse(sms.createdAt)
+    console.log(`dispatch-fairness: the single SMS was handed over ${Math.round(handedOverMs)} ms after its request`)
     const [aAtSingle, bAtSingle] = [await sentOf(first.key, a), await sentOf(second.key, b)]
     expect(aAtSingle + bAtSingle, 'both campaigns were still going out').toBeLessThan(2 * RECIPIENTS)
     expect(handedOverMs, `the single SMS was handed over ${Math.round(handedOverMs)} ms after its request`).toBeLessThan(1_000)

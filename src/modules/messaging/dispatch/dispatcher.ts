@@ -16,7 +16,8 @@ import { OPT_OUT_REPLY } from '../inbound/service.js'
 import { MessageInfoCache } from './message-cache.js'
 import { QueueReclaimer } from './queue-reclaimer.js'
 import type { ReceiptRecorder } from './receipts.js'
-import { Semaphore } from './semaphore.js'
+import { Semaphore } from '../../../platform/semaphore.js'
+import { aheadOfOthers } from '../../../platform/db/connection-priority.js'
 
 export interface DispatcherOptions {
   /** Recipients claimed at once; also how many one recording transaction moves. */
@@ -25,9 +26,17 @@ export interface DispatcherOptions {
   idlePollMs: number
   /**
    * Batches in flight at once. On PostgreSQL a batch spends most of its time waiting for
-   * round trips and commits, so several overlap; SQLite's statements run on this thread.
+   * round trips and commits, so several overlap; SQLite's run one at a time on its writer
+   * thread (on this one for a store in memory).
    */
   concurrency: number
+  /**
+   * Batches in flight at once while `queueing()` says this node queues a broadcast. On
+   * PostgreSQL the queueing's chunks and the claims and hand-offs work the same table and
+   * the same cores: with fewer claims meanwhile, the recipients are all queued sooner.
+   */
+  concurrencyWhileQueueing: number
+  queueing: () => boolean
   /** A wake-up waits this long, so that sends arriving together share one claim. */
   wakeDelayMs: number
   /** A recipient no carrier of its route takes is tried again this much later... */
@@ -60,6 +69,9 @@ type PartOutcome =
   | { sequence: number; untaken: string; carrier: Carrier | undefined }
   /** Its carrier is bound on other nodes: it is left for them. */
   | { sequence: number; deferred: string; carrier: Carrier }
+
+/** A part not handed over because this node's claim on its recipient ran short (Leases.stillHeld). */
+const CLAIM_LAPSED = Symbol('claim lapsed')
 
 /** How often a part waiting for a carrier's window looks whether the carrier went down. */
 const DOWN_CHECK_MS = 250
@@ -138,13 +150,15 @@ export class Dispatcher {
 
   start(): void {
     this.running = true
-    this.loops = Array.from({ length: this.options.concurrency }, () => this.run())
+    this.loops = Array.from({ length: this.options.concurrency }, (_, loop) => this.run(loop))
   }
 
   /** New recipients are queued: look now (after wakeDelayMs) instead of at the next poll. */
-  wake(): void {
-    // A new broadcast may be among them.
-    this.broadcastsKnownAt = -Infinity
+  wake(lane: 'priority' | 'broadcast'): void {
+    // A new broadcast may be among them. Single sends leave the broadcasts known as they
+    // are: looking them up again at each send (hundreds a second) walks the queue's index
+    // as often, and took PostgreSQL several milliseconds of CPU per send during a broadcast.
+    if (lane === 'broadcast') this.broadcastsKnownAt = -Infinity
     if (this.waking || this.sleepers.size === 0) return
     this.waking = setTimeout(() => {
       this.waking = undefined
@@ -165,25 +179,33 @@ export class Dispatcher {
     for (const wakeUp of [...this.sleepers]) wakeUp()
   }
 
-  private async run(): Promise<void> {
+  private async run(loop: number): Promise<void> {
     while (this.running) {
+      if (loop >= this.options.concurrencyWhileQueueing && this.options.queueing()) {
+        await this.idle()
+        continue
+      }
       try {
-        const groups = (await this.claim()).filter((group) => group.length > 0)
-        const count = groups.reduce((sum, group) => sum + group.length, 0)
+        const [singles, broadcasts] = await this.claim()
+        const count = singles.length + broadcasts.length
         this.idleBefore = count === 0
         this.reclaimer.countTowardsReclaim(count)
         if (count === 0) await this.idle()
         else {
           // Each group is recorded once its own recipients are handed over: a single send
           // is not left queued until the broadcast recipients of its batch are handed over too.
-          const deferred = await this.deps.metrics.slice('dispatch', () => Promise.all(groups.map((group) => this.dispatch(group))))
+          // On SQLite its statements (the parts' journal, the record) also go ahead of the
+          // broadcast recipients' on the one connection they share.
+          const deferred = await this.deps.metrics.slice('dispatch', () =>
+            Promise.all([singles.length > 0 ? aheadOfOthers(() => this.dispatch(singles)) : 0, broadcasts.length > 0 ? this.dispatch(broadcasts) : 0]),
+          )
           // All of it left for the nodes that bind its carriers: this node waits past the
           // recipients' retry, so that those nodes (polling every idlePollMs) claim them,
           // rather than this one claiming them again first.
           if (deferred.reduce((sum, n) => sum + n, 0) === count) await this.idle(2 * DEFERRED_RETRY_MS)
         }
-        // SQLite answers synchronously and the simulator at once: without a turn of the
-        // event loop between batches, requests would wait for the whole queue.
+        // A store in memory answers synchronously and the simulator at once: without a turn
+        // of the event loop between batches, requests would wait for the whole queue.
         await setImmediate()
       } catch (err) {
         this.logger.error({ err }, 'dispatch failed; retrying')
@@ -220,9 +242,12 @@ export class Dispatcher {
     // Idle, it looks with reads first: a claim is a write, and on SQLite a write, even one
     // that changes nothing, takes the store's one write lock from the requests.
     if (this.idleBefore && !(await priorityDue(db, now)) && (await this.broadcastsDue(now)).length === 0) return [[], []]
+    const claimedAt = performance.now()
     const claim = this.leases.claim()
     const batchSize = this.options.batchSize
-    const priority = await claimPriority(db, dialect, claim, now, batchSize)
+    // Ahead of the other loops' broadcast statements on SQLite's one connection, like the
+    // single sends' hand-off below: a one-time passcode does not queue behind campaigns.
+    const priority = await aheadOfOthers(() => claimPriority(db, dialect, claim, now, batchSize))
     const broadcast: QueuedRecipientRow[] = []
     const room = batchSize - priority.length
     const broadcasts = room > 0 ? rotate(await this.broadcastsDue(now), this.broadcastTurn++) : []
@@ -239,7 +264,7 @@ export class Dispatcher {
       if (taken.length < share) this.broadcastsKnownAt = -Infinity
       broadcast.push(...taken)
     }
-    return [this.held(priority), this.held(broadcast)]
+    return [this.held(priority, claimedAt), this.held(broadcast, claimedAt)]
   }
 
   /**
@@ -269,7 +294,7 @@ export class Dispatcher {
       })
   }
 
-  private held(rows: readonly QueuedRecipientRow[]): ClaimedRecipient[] {
+  private held(rows: readonly QueuedRecipientRow[], claimedAt: number): ClaimedRecipient[] {
     const claimed = rows.map((r) => ({
       id: Number(r.id),
       messageId: r.message_id,
@@ -280,7 +305,7 @@ export class Dispatcher {
       segments: r.segments === null ? null : Number(r.segments),
       timeZone: r.time_zone,
     }))
-    for (const r of claimed) this.leases.hold('message_recipients', r.id)
+    for (const r of claimed) this.leases.hold('message_recipients', r.id, { claimedAt })
     return claimed.sort((a, b) => a.id - b.id)
   }
 
@@ -449,6 +474,7 @@ export class Dispatcher {
       if (carrier.remote) return { sequence, deferred: `${this.nameOf(carrier)} is bound on another node`, carrier }
       lastCarrier = carrier
       const result = await this.submitTo(carrier, recipient, message, part, sequence)
+      if (result === CLAIM_LAPSED) return { sequence, deferred: 'its claim ran short before the part was handed over', carrier }
       if (result.ok) return { sequence, accepted: { sequence, carrierMessageId: result.carrierMessageId, carrier } }
       if (result.refusedBy !== 'carrier') return { sequence, refused: result.error, carrier }
       why = `${this.nameOf(carrier)} refused it: ${result.error}`
@@ -456,7 +482,7 @@ export class Dispatcher {
     return { sequence, untaken: why, carrier: lastCarrier }
   }
 
-  private async submitTo(carrier: Carrier, recipient: ClaimedRecipient, message: MessageInfo, part: OutgoingPart, sequence: number): Promise<SubmitResult> {
+  private async submitTo(carrier: Carrier, recipient: ClaimedRecipient, message: MessageInfo, part: OutgoingPart, sequence: number): Promise<SubmitResult | typeof CLAIM_LAPSED> {
     const slots = this.slotsOf(carrier)
     // Single sends and replies take the next free slot ahead of broadcast parts. A carrier
     // that goes down while the part waits keeps its window full of parts in doubt: the
@@ -465,6 +491,10 @@ export class Dispatcher {
       return { ok: false, refusedBy: 'carrier', error: `${this.nameOf(carrier)} went down while the part waited for its window` }
     }
     try {
+      // A node frozen past its leases (while the part waited for the window, say) may find
+      // the recipient reclaimed by another node: a part goes only while that cannot have
+      // happened, else both would hand it over. It goes back to the queue instead.
+      if (!this.leases.stillHeld('message_recipients', recipient.id)) return CLAIM_LAPSED
       const result = await carrier.submit(part)
       // The slot is freed once the part is recorded: a crash leaves only the window in doubt.
       if (result.ok && carrier.record === undefined) {

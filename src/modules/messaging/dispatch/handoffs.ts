@@ -132,7 +132,7 @@ export async function recordHandoffs(
     for (const h of sentHere) {
       moves.add({ from: 'queued', to: 'sent' }, h.carrier.name)
       progress.count(h.message.id, h.message.broadcastId, { sent: 1 }, countedAs(h.message, h.recipient, h.carrierName, now))
-      await progress.event(smsSent({ messageId: h.message.id, accountId: h.recipient.accountId, phoneNumber: h.recipient.phoneNumber }, now, h.carrierName), h.message.kind === 'broadcast')
+      await progress.event(smsSent({ messageId: h.message.id, accountId: h.recipient.accountId, phoneNumber: h.recipient.phoneNumber }, now, h.carrierName))
     }
 
     await requeue(trx, nodeId, handoffs.filter((h) => h.retryAt !== undefined))
@@ -149,7 +149,7 @@ export async function recordHandoffs(
       if (!failed.has(f.recipient.id)) continue
       moves.add({ from: 'queued', to: 'failed' }, f.carrier)
       progress.count(f.message.id, f.message.broadcastId, { failed: 1 }, countedAs(f.message, f.recipient, f.carrierName, now, f.error))
-      await progress.event(smsFailed({ messageId: f.message.id, accountId: f.recipient.accountId, phoneNumber: f.recipient.phoneNumber }, now, f.error), f.message.kind === 'broadcast')
+      await progress.event(smsFailed({ messageId: f.message.id, accountId: f.recipient.accountId, phoneNumber: f.recipient.phoneNumber }, now, f.error))
       if (f.refund && !f.message.sandbox && f.message.kind !== 'reply') {
         const credits = (f.recipient.segments ?? f.message.segments) * f.recipient.price
         await refund(trx, f.recipient.accountId, credits, now)

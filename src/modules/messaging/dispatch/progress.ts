@@ -31,9 +31,10 @@ export interface CountedAs {
 
 /**
  * Collects what one recording transaction changes: counter moves per message, the
- * rollups (stats) and the events to write. A broadcast's per-recipient events are written only when something
- * reads them (EventDemand); a send through POST /sms/send is at most 1,000 recipients,
- * and its events are always written.
+ * rollups (stats) and the events to write. Per-recipient events are written only when
+ * something reads them (EventDemand): a broadcast's million, and equally a single send's
+ * few, of which hundreds a second otherwise fill the outbox with rows the webhooks' relay
+ * reads only to find no subscriber (a third of a single send's cost on PostgreSQL).
  */
 export class ProgressBatch {
   private readonly counters = new Map<string, Required<CounterChange>>()
@@ -67,14 +68,11 @@ export class ProgressBatch {
     this.stats.add({ accountId, broadcastId, carrier: '' }, at, { credits: -credits })
   }
 
-  async event(event: DomainEvent, fromBroadcast: boolean): Promise<void> {
-    if (fromBroadcast) {
-      const key = `${event.accountId}\u0000${event.type}`
-      let wanted = this.wanted.get(key)
-      if (wanted === undefined) this.wanted.set(key, (wanted = await this.demand.wants(event.accountId, event.type)))
-      if (!wanted) return
-    }
-    this.events.push(event)
+  async event(event: DomainEvent): Promise<void> {
+    const key = `${event.accountId}\u0000${event.type}`
+    let wanted = this.wanted.get(key)
+    if (wanted === undefined) this.wanted.set(key, (wanted = await this.demand.wants(event.accountId, event.type)))
+    if (wanted) this.events.push(event)
   }
 
   /** Writes the counters, the events, the rollups, and completes broadcasts whose every recipient is final. */

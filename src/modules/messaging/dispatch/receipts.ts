@@ -140,7 +140,7 @@ export class ReceiptRecorder {
           if (sameStatus) sameStatus.push(key)
           else partsByStatus.set(receipt.status, [key])
           const ref = { messageId: part.message_id, accountId: part.account_id, phoneNumber: part.phone_number }
-          await progress.event(deliveryReceipt(ref, receipt), part.kind === 'broadcast')
+          await progress.event(deliveryReceipt(ref, receipt))
           // Settled by the receipt timeout already: the part is recorded, the recipient stays.
           if (part.receipt_timed_out_at !== null) continue
           const recipientId = Number(part.recipient_id)
@@ -172,7 +172,7 @@ export class ReceiptRecorder {
           if (Number(moved.numUpdatedRows) === 0) continue
           moves.add({ from: 'sent', to: 'failed' }, carrier)
           progress.count(part.message_id, part.broadcast_id, { failed: 1 }, countedAs(part, at, { error, phoneNumber: part.phone_number }))
-          await progress.event(smsFailed({ messageId: part.message_id, accountId: part.account_id, phoneNumber: part.phone_number }, at, error), part.kind === 'broadcast')
+          await progress.event(smsFailed({ messageId: part.message_id, accountId: part.account_id, phoneNumber: part.phone_number }, at, error))
         }
         // Grouped by how many parts arrive and how many the message has, so each statement
         // compares with constants instead of looking the message up for every row.
@@ -200,7 +200,7 @@ export class ReceiptRecorder {
             const part = partByRecipient.get(Number(row.id))!
             moves.add({ from: 'sent', to: 'delivered' }, carrier)
             progress.count(row.message_id, part.broadcast_id, { delivered: 1 }, countedAs(part, now))
-            await progress.event(smsDelivered({ messageId: row.message_id, accountId: row.account_id, phoneNumber: row.phone_number }, now), part.kind === 'broadcast')
+            await progress.event(smsDelivered({ messageId: row.message_id, accountId: row.account_id, phoneNumber: row.phone_number }, now))
           }
         }
       }

@@ -69,7 +69,7 @@ export async function receiveInbound(deps: MessagingDeps, message: CarrierInboun
     }
     await emit(trx, inboundMessage(owner, message))
   })
-  if (keyword) deps.queued()
+  if (keyword) deps.queued('priority')
   deps.metrics.inboundReceived()
   deps.metrics.recipientsQueued('reply', repliesQueued)
   return { accountId: owner }

@@ -100,7 +100,7 @@ export async function sendSms(deps: MessagingDeps, sender: Sender, body: SendSms
         if (idempotencyKey !== undefined) await idempotency.complete(trx, sender.accountId, idempotencyKey, outcome)
       })
     }
-    deps.queued()
+    deps.queued('priority')
     deps.metrics.recipientsQueued('api', outcome.body.recipients)
     return outcome
   } catch (err) {

@@ -10,7 +10,7 @@ let key: string
 
 beforeAll(async () => {
   server = await startServer({ config: { adminToken: TEST_ADMIN_TOKEN } })
-  probe = await EventProbe.attach(server, 'sms-test')
+  probe = await EventProbe.attach(server, 'sms-test', { perRecipient: true })
   alice = await signUp(server)
   key = await createKey(server, alice)
   await topUp(server, alice.accountId, 10_000)
