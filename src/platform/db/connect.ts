@@ -8,6 +8,7 @@ import {
   type Compilable,
   type DatabaseIntrospector,
   type DatabaseMetadataOptions,
+  type TableMetadata,
   type Driver,
 } from 'kysely'
 import pg from 'pg'
@@ -359,7 +360,18 @@ class CurrentSchemaPostgresDialect extends PostgresDialect {
     const getTables = async (options?: DatabaseMetadataOptions) => {
       const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db)
       const current = rows[0]?.schema
-      return (await inner.getTables(options)).filter((table) => table.schema === current)
+      return (await everySchemasTables(options)).filter((table) => table.schema === current)
+    }
+    // Kysely's query names each table it lists (for its serial sequence): one that another
+    // schema's user drops meanwhile fails it with 42P01, undefined_table. Looked at again,
+    // the dropped table is no longer listed.
+    const everySchemasTables = async (options?: DatabaseMetadataOptions, attempt = 1): Promise<TableMetadata[]> => {
+      try {
+        return await inner.getTables(options)
+      } catch (err) {
+        if (attempt >= 5 || (err as { code?: string }).code !== '42P01') throw err
+        return everySchemasTables(options, attempt + 1)
+      }
     }
     return {
       getSchemas: () => inner.getSchemas(),
