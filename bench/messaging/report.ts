@@ -29,6 +29,8 @@ export function report(label: string, r: RunResult, settings: RunSettings): void
   console.log(probeLine('during (a), send to all queued', r.probe.queue))
   console.log(probeLine('during (b), until completed', r.probe.dispatch))
   console.log(probeLine('during (a) and (b)', r.probe.all))
+  const slices = Object.entries(r.stalls.slices).map(([work, c]) => `${work} ${int(c.over20ms)} of ${int(c.slices)}`).join(', ')
+  console.log(`  event loop held over 20 ms ${int(r.stalls.stalls)} times from the server's start to completion; background slices under way then, by work: ${slices || 'none'}`)
   if (r.during) {
     console.log(`  (e) POST /v1/sms/send, another account, evenly paced at ${rate}/s (open loop):`)
     console.log(probeLine(`before the send (${idleMs / 1000} s, idle)`, r.during.idle))

@@ -154,6 +154,12 @@ export interface RoutesCheck {
   splitOk: boolean
 }
 
+/** The server's event_loop_stalls_total and background_slices(_over_20ms)_total by work. */
+export interface LoopStallCounts {
+  stalls: number
+  slices: Record<string, { slices: number; over20ms: number }>
+}
+
 export interface RunResult {
   floor: FloorResult
   queue: { seconds: number; answerSeconds: number; recipients: number; creditsUsed: number }
@@ -164,6 +170,8 @@ export interface RunResult {
   during?: { idle: ProbeStats; queue: ProbeStats; dispatch: ProbeStats; all: ProbeStats }
   timeline: { queuedS: number; handoffS: number; completionS: number; probes: [number, number, number][] }
   cpu: { queue: CpuShare; dispatch: CpuShare; send: CpuShare; paced?: CpuShare }
+  /** From the server's start to the end of (b). */
+  stalls: LoopStallCounts
   /** (c) evenly paced, open loop (--paced). */
   paced?: ProbeStats
   /** What the broadcast cost and where its recipients went, against routing.ts's expectation. */
@@ -201,6 +209,8 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
         RATE_LIMIT_PER_SECOND: '1000000',
         ADMIN_TOKEN,
         CARRIER: 'simulator',
+        // For the event-loop stalls by background work, read after (b).
+        METRICS_ENABLED: 'true',
         SIMULATOR_DELIVERY_DELAY_MS: String(deliveryDelayMs),
         ...(settings.batchSize ? { DISPATCH_BATCH_SIZE: settings.batchSize } : {}),
         ...(settings.concurrency ? { DISPATCH_CONCURRENCY: settings.concurrency } : {}),
@@ -288,6 +298,7 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
       await sleep(100)
     }
     const cpu2 = await cpuMark(server, copy, settings.adminUrl)
+    const stalls = await loopStalls(server)
     const dispatchEnd = Number.isNaN(completedAt) ? performance.now() : completedAt
     await probe.stop()
     await duringSender?.stop()
@@ -396,6 +407,7 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
             },
           }
         : {}),
+      stalls,
       cpu: { queue: cpuBetween(cpu0, cpuQueued), dispatch: cpuBetween(cpuQueued, cpu2), send: cpuBetween(cpu3, cpu4), ...(cpuPaced ? { paced: cpuPaced } : {}) },
       ...(paced ? { paced } : {}),
       send: {
@@ -416,6 +428,23 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
     await server.stop()
     await copy.drop()
   }
+}
+
+/** The server's event-loop stalls over 20 ms since it started, and its background slices by work with those during which one happened (LoopStalls). */
+async function loopStalls(server: RunningServer): Promise<LoopStallCounts> {
+  const text = await (await undiciFetch(`${server.url}/metrics`, { dispatcher: patientAgent })).text()
+  const counts: LoopStallCounts = { stalls: 0, slices: {} }
+  for (const line of text.split('\n')) {
+    const stalls = /^event_loop_stalls_total (\S+)/.exec(line)
+    if (stalls) counts.stalls = Number(stalls[1])
+    const slice = /^background_slices(_over_20ms)?_total\{work="([^"]+)"\} (\S+)/.exec(line)
+    if (slice) {
+      const entry = (counts.slices[slice[2]!] ??= { slices: 0, over20ms: 0 })
+      if (slice[1]) entry.over20ms = Number(slice[3])
+      else entry.slices = Number(slice[3])
+    }
+  }
+  return counts
 }
 
 /** The credits the broadcast took and the recipients per connection, against routing.ts's expectation. */
