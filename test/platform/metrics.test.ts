@@ -194,6 +194,9 @@ describe('GET /metrics with METRICS_ENABLED=true and METRICS_TOKEN set', () => {
   })
 
   it('moves the recipient counters after a send through the API, labelled by transition and carrier', async () => {
+    // Per-recipient events are written only for a reader: this webhook (which nothing answers) is one.
+    const webhook = await server.post('/v1/webhooks', { token: key, body: { endpoint: 'https://127.0.0.1:9/unanswered', eventType: 'SmsSent' } })
+    expect(webhook.status).toBe(201)
     const before = (await scrape()).families
     const response = await server.post('/v1/sms/send', { token: key, body: { recipients: ['+14155550123', '+14155550042'], content: 'Metrics', senderId: 'Acme' } })
     expect(response.status).toBe(201)

@@ -188,7 +188,8 @@ describe('the outbox relay', () => {
     } finally {
       await second.close()
     }
-  })
+    // A child process that emits and is killed, then two server starts: seconds each on a loaded machine.
+  }, 90_000)
 
   // SQLite has a single writer: a transaction cannot commit while an older one is still
   // open, so the gap this guards against cannot arise there.

@@ -101,7 +101,9 @@ describe('graceful shutdown', () => {
     } finally {
       await restarted.close()
     }
-  })
+    // Two server starts (a child process loading its TypeScript, then one in this process):
+    // seconds each on two cores beside three other test files.
+  }, 120_000)
 })
 
 describe('a request that arrives while the server closes', () => {

@@ -54,7 +54,8 @@ describe('WorkerRpc: requests to a worker thread and their replies', () => {
     const notes: string[] = []
     const { rpc } = start({ message: (message) => void notes.push(message.value) })
     rpc.post({ type: 'note', value: 'hello' })
-    await expect.poll(() => notes).toEqual(['hello'])
+    // The thread first loads its TypeScript: on a loaded machine that alone can pass the poll's default second.
+    await expect.poll(() => notes, { timeout: 15_000 }).toEqual(['hello'])
     let answer: unknown
     const waiter: Waiter<Extract<TestReply, { id: number }>> = { resolve: (reply) => (answer = reply), reject: () => {} }
     const id = rpc.expect(waiter)

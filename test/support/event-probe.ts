@@ -1,4 +1,5 @@
 import { expect } from 'vitest'
+import { EVERY_EVENT } from '../../src/platform/outbox/demand.js'
 import type { RelayedEvent } from '../../src/platform/outbox/events.js'
 import { createKey, signUp } from './fixtures.js'
 import type { TestServer } from './harness.js'
@@ -16,9 +17,16 @@ export class EventProbe {
     private readonly relayed: RelayedEvent[],
   ) {}
 
-  static async attach(server: TestServer, name: string): Promise<EventProbe> {
+  /**
+   * `perRecipient`: the per-recipient SMS events are written for the probe too, as for a
+   * webhook that wants every type (otherwise only for the account's webhooks, as in
+   * production). Off by default: a broadcast's thousands of them are work the other
+   * tests do not look at.
+   */
+  static async attach(server: TestServer, name: string, options: { perRecipient?: boolean } = {}): Promise<EventProbe> {
     const relayed: RelayedEvent[] = []
     server.app.platform.relay.subscribe({ name, handle: async (_trx, events) => void relayed.push(...events) })
+    if (options.perRecipient) server.app.platform.demand.add(EVERY_EVENT)
     const fence = await signUp(server, 'Fence')
     return new EventProbe(server, { accountId: fence.accountId, key: await createKey(server, fence) }, relayed)
   }

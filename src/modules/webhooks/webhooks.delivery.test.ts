@@ -230,7 +230,10 @@ describe('responses and connections', () => {
         await own.waitFor('/reuse', i + 1)
       }
       expect((await waitForLogs(server, key, id, 5)).every((l) => l.success)).toBe(true)
-      expect(own.connections).toBe(1)
+      // One connection on a quiet machine. An idle connection is closed after the few seconds
+      // the receiver's Keep-Alive allows, and on a loaded one a turn of this loop took that
+      // long once: fewer connections than deliveries is what shows the reuse.
+      expect(own.connections).toBeLessThan(5)
       await server.delete(`/v1/webhooks/${id}`, { token: key })
     } finally {
       await own.close()

@@ -37,10 +37,10 @@ async function partlyImported(server: ApiClient, key: string, importId: string):
     .toBeGreaterThan(0)
 }
 
-async function settled(server: ApiClient, key: string, importId: string, timeout: number) {
+async function settled(server: ApiClient, key: string, importId: string, timeout: number, what: string) {
   let status: any
   await expect
-    .poll(async () => (status = await importStatus(server, key, importId)).status, { timeout, interval: 50 })
+    .poll(async () => (status = await importStatus(server, key, importId)).status, { timeout, interval: 50, message: `${what}, within ${timeout} ms` })
     .not.toBe('processing')
   return status
 }
@@ -57,25 +57,29 @@ describe('an import cut short by SIGKILL', () => {
 
     const restarted = await start(url)
     const since = Date.now()
-    // Embedded: the restart reclaims at once. PostgreSQL: the dead node's lease runs out.
-    const status = await settled(restarted, key, importId, testStoreKind === 'sqlite' ? 3_000 : LEASE_TTL_MS + 5_000)
+    // Embedded: the restart reclaims at once. PostgreSQL: the dead node's lease runs out,
+    // then the restarted node's sweeper (every third of a lease) finds it; the slack is for
+    // a machine running three other test files beside this one.
+    const within = testStoreKind === 'sqlite' ? 3_000 : LEASE_TTL_MS + 10_000
+    const status = await settled(restarted, key, importId, within, 'the interrupted import settles after the restart')
     const waited = Date.now() - since
     expect(status).toMatchObject({ status: 'failed', failure: expect.stringContaining('interrupted') })
     expect(status.rowsProcessed).toBeGreaterThan(0)
     expect(status.rowsProcessed).toBeLessThan(ROWS)
     expect(status.completedAt).toEqual(expect.any(String))
-    expect(waited).toBeLessThan(testStoreKind === 'sqlite' ? 3_000 : LEASE_TTL_MS + 5_000)
+    expect(waited).toBeLessThan(within)
 
-    // Every committed row is there, counted once; importing the file again completes it.
+    // Every committed row is there, counted once; importing the file again completes it
+    // (100,000 rows: a machine loaded by CI's other test files takes several times as long as a quiet one).
     const contacts = await restarted.get('/v1/contacts?pageSize=1', { token: key })
     expect(contacts.body.totalCount).toBe(status.created)
     const again = await startImport(restarted, key)
-    const finished = await settled(restarted, key, again, 60_000)
+    const finished = await settled(restarted, key, again, 150_000, 'importing the file again completes')
     expect(finished.failure, restarted.stdout.split('\n').filter((l) => /leases|contact-import|"level":[456]0/.test(l)).join('\n')).toBeNull()
     expect(finished).toMatchObject({ status: 'completed', rowsProcessed: ROWS, created: ROWS - status.created, existing: status.created })
     // It stays failed: nothing later flips it back.
     expect((await importStatus(restarted, key, importId)).status).toBe('failed')
-  }, 180_000)
+  }, 300_000)
 
   it.skipIf(testStoreKind !== 'postgres')(
     'on PostgreSQL with two nodes, the survivor fails the dead node\'s import once its lease runs out and never touches its own live one (needs a shared store: PostgreSQL only)',
@@ -94,14 +98,14 @@ describe('an import cut short by SIGKILL', () => {
       await nodeA.kill('SIGKILL')
       const killedAt = Date.now()
 
-      const failed = await settled(nodeB, key, doomed, LEASE_TTL_MS + 5_000)
+      const failed = await settled(nodeB, key, doomed, LEASE_TTL_MS + 5_000, "the dead node's import is failed by the survivor")
       expect(failed).toMatchObject({ status: 'failed', failure: expect.stringContaining('interrupted') })
       expect(Date.now() - killedAt).toBeLessThan(LEASE_TTL_MS + 5_000)
       expect((await nodeB.get('/v1/contacts?pageSize=1', { token: key })).body.totalCount).toBe(failed.created)
 
-      const completed = await settled(nodeB, bobKey, live, 90_000)
+      const completed = await settled(nodeB, bobKey, live, 150_000, "the survivor's own import completes")
       expect(completed).toMatchObject({ status: 'completed', rowsProcessed: ROWS, created: ROWS, failure: null })
     },
-    180_000,
+    300_000,
   )
 })
