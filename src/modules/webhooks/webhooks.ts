@@ -24,8 +24,8 @@ export interface WebhooksOptions {
   ca?: string
 }
 
-/** How long this node trusts its answer to "does the account have an active webhook for this type?". */
-const DEMAND_TTL_MS = 1000
+/** How long this node trusts its answer to "does the account have an active webhook for this type?", and how long a producer waits for a first one (WebhookDemand). */
+const DEMAND = { ttlMs: 1000, coldWaitMs: 250 }
 const WORKER = { maxInFlight: 128, sendAhead: 128, maxInFlightPerWebhook: 4, idlePollMs: 250 }
 /** Connections per origin for tests and retries sent on request (the worker's are its own). */
 const MANUAL_CONNECTIONS = 16
@@ -57,7 +57,7 @@ export class Webhooks implements AppModule {
 
   constructor({ store, clock, logger: appLogger, leases, relay, metrics }: WebhooksModuleDeps, options: WebhooksOptions) {
     const logger = appLogger.child({ component: 'webhooks' })
-    this.demand = new WebhookDemand(store.db, store.readLong, DEMAND_TTL_MS)
+    this.demand = new WebhookDemand(store.db, store.readLong, DEMAND)
     const ca = options.ca ? { ca: options.ca } : {}
     this.agent = createDeliveryAgent({ allowPrivateNetworks: options.allowPrivateNetworks, connections: MANUAL_CONNECTIONS, ...ca })
     // Webhooks of one origin share its connections; the worker's own bounds decide how
