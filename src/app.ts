@@ -143,12 +143,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     ...(options.carrierCa ? { carrierCa: options.carrierCa } : {}),
     dispatchBatchSize: config.dispatchBatchSize,
     dispatchConcurrency: config.dispatchConcurrency ?? (config.database.kind === 'postgres' ? 4 : 2),
-    // On SQLite the queueing's chunks go ahead of dispatch on the writer's connection already.
-    dispatchConcurrencyWhileQueueing: config.database.kind === 'postgres' ? 1 : (config.dispatchConcurrency ?? 2),
+    // The queueing's chunks and the dispatch batches share the store (SQLite's writer
+    // thread, PostgreSQL's table and cores): with one batch beside them, a broadcast is all
+    // queued in about half the time, and is handed over no later.
+    dispatchConcurrencyWhileQueueing: 1,
     // On SQLite a chunk's transaction holds the one write lock, and a request that writes
-    // waits for it: 2,000 contacts keep that wait to a few milliseconds. PostgreSQL locks
-    // rows, not the store: its chunks grow to 100,000 contacts, a twentieth of the transactions.
-    broadcastQueue: options.broadcastQueue ?? (config.database.kind === 'postgres' ? { chunkSize: DEFAULT_BROADCAST_QUEUE.chunkSize, maxChunkSize: 100_000 } : { chunkSize: 2_000 }),
+    // waits for it: chunks start at 2,000 contacts and grow to 8,000, a wait of a few tens
+    // of milliseconds at most. PostgreSQL locks rows, not the store: its chunks grow to
+    // 100,000 contacts, a twentieth of the transactions.
+    broadcastQueue: options.broadcastQueue ?? (config.database.kind === 'postgres' ? { chunkSize: DEFAULT_BROADCAST_QUEUE.chunkSize, maxChunkSize: 100_000 } : { chunkSize: 2_000, maxChunkSize: 8_000 }),
   })
   const push = createPush(deps, {
     jwtSecret: config.jwtSecret,

@@ -31,9 +31,10 @@ export interface DispatcherOptions {
    */
   concurrency: number
   /**
-   * Batches in flight at once while `queueing()` says this node queues a broadcast. On
-   * PostgreSQL the queueing's chunks and the claims and hand-offs work the same table and
-   * the same cores: with fewer claims meanwhile, the recipients are all queued sooner.
+   * Batches in flight at once while `queueing()` says this node queues a broadcast. The
+   * queueing's chunks and the claims and hand-offs work the same table (on SQLite the same
+   * writer thread and write lock, on PostgreSQL the same cores): with fewer claims
+   * meanwhile, the recipients are all queued sooner.
    */
   concurrencyWhileQueueing: number
   queueing: () => boolean
