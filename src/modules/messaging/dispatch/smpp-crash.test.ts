@@ -48,8 +48,11 @@ async function startNode(databaseUrl: string, smscUrl: string): Promise<ChildSer
     SMPP_URL: smscUrl,
     SMPP_WINDOW: String(WINDOW),
     SMPP_MAX_PER_SECOND: '5000',
-    // A dead node's claims return to the queue this soon on PostgreSQL.
-    LEASE_TTL_MS: '1500',
+    // A dead node's claims return to the queue this soon on PostgreSQL. Not shorter: a
+    // live node whose renewals a loaded machine holds up past its lease loses claims on
+    // parts it has in flight, and those go again beside the kills' (a CI run at 1.5 s
+    // saw a session that was never killed repeat 57 parts).
+    LEASE_TTL_MS: '3000',
   })
   children.push(child)
   return child
