@@ -82,7 +82,9 @@ export class WebhookDemand implements EventDemand {
       .then((rows) => {
         const types = new Set(rows.map((row) => row.event_type))
         if (this.generation === generation) {
-          if (!this.cache.has(accountId) && this.cache.size >= MAX_ACCOUNTS) this.cache.delete(this.cache.keys().next().value!)
+          // Moved to the end, so the account looked up longest ago is the first to go.
+          this.cache.delete(accountId)
+          if (this.cache.size >= MAX_ACCOUNTS) this.cache.delete(this.cache.keys().next().value!)
           this.cache.set(accountId, { types, readAt })
         }
         return types
