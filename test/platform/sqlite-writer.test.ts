@@ -9,6 +9,7 @@ import { openStore, type Store } from '../../src/platform/db/connect.js'
 import { aheadOfOthers } from '../../src/platform/db/connection-priority.js'
 import { newLockSignals } from '../../src/platform/db/sqlite-lock-signals.js'
 import { SqliteWriter, SqliteWriterDialect } from '../../src/platform/db/sqlite-writer-client.js'
+import { writeAhead } from '../../src/platform/db/write-ahead.js'
 import { loopDelayDuring } from '../support/event-loop.js'
 
 // The writer thread exists on SQLite only (on PostgreSQL `background` is the pool), so
@@ -98,6 +99,77 @@ describe('SQLite store: the background connection (writer thread)', () => {
       expect(await outcome).toMatch(/writer thread stopped/)
 
       // The dead connection's transaction is gone with it, and a new thread writes.
+      await db.insertInto('items').values({ name: 'on the new thread' }).execute()
+      expect(await names(db)).toEqual(['on the new thread'])
+    } finally {
+      await db.destroy()
+    }
+  })
+
+  it('runs writes sent ahead in order with the transaction: the statements after them see them, and they commit or roll back with it', async () => {
+    const { store } = await storeWithItems()
+    const background = store.background as unknown as Kysely<any>
+    const seen = await background.transaction().execute(async (trx) => {
+      await writeAhead(trx, trx.insertInto('items').values({ name: 'a' }))
+      await writeAhead(trx, sql`insert into items (name) values (${'b'})`)
+      await writeAhead(trx, trx.updateTable('items').set({ name: 'a!' }).where('name', '=', 'a'))
+      return names(trx)
+    })
+    expect(seen).toEqual(['a!', 'b'])
+    await expect(
+      background.transaction().execute(async (trx) => {
+        await writeAhead(trx, trx.insertInto('items').values({ name: 'rolled back' }))
+        throw new Error('changed its mind')
+      }),
+    ).rejects.toThrow('changed its mind')
+    // Outside a transaction a write ahead runs as any statement.
+    await writeAhead(background, background.insertInto('items').values({ name: 'alone' }))
+    expect(await names(store.db as unknown as Kysely<any>)).toEqual(['a!', 'b', 'alone'])
+  })
+
+  it('fails the transaction of a write sent ahead that failed: nothing sent after it takes effect, whether the failure is heard at a later statement or at the commit', async () => {
+    const { store } = await storeWithItems()
+    const background = store.background as unknown as Kysely<any>
+    await background.insertInto('items').values({ name: 'taken' }).execute()
+
+    // Heard at the next statement that waits for its answer.
+    let after: unknown = 'not run'
+    const atStatement = background.transaction().execute(async (trx) => {
+      await writeAhead(trx, trx.insertInto('items').values({ name: 'first' }))
+      await writeAhead(trx, trx.insertInto('items').values({ name: 'taken' }))
+      await writeAhead(trx, trx.insertInto('items').values({ name: 'after the failure' }))
+      after = await trx.insertInto('items').values({ name: 'waited for' }).execute()
+    })
+    await expect(atStatement).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_UNIQUE' })
+    expect(after).toBe('not run')
+
+    // Heard only at the commit: the commit fails, and nothing of the transaction is kept.
+    const atCommit = background.transaction().execute(async (trx) => {
+      await writeAhead(trx, trx.insertInto('items').values({ name: 'first' }))
+      await writeAhead(trx, trx.insertInto('items').values({ name: 'taken' }))
+      await writeAhead(trx, trx.insertInto('items').values({ name: 'after the failure' }))
+    })
+    await expect(atCommit).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_UNIQUE', message: expect.stringContaining('UNIQUE constraint failed: items.name') })
+
+    expect(await names(store.db as unknown as Kysely<any>)).toEqual(['taken'])
+    // The connection goes on serving transactions.
+    await background.transaction().execute(async (trx) => {
+      await writeAhead(trx, trx.insertInto('items').values({ name: 'next' }))
+    })
+    expect(await names(background)).toEqual(['taken', 'next'])
+  })
+
+  it('fails a transaction whose thread died while its writes were sent ahead, and commits nothing of it', async () => {
+    const { path } = await storeWithItems()
+    const writer = new SqliteWriter({ path, lockSignals: newLockSignals() })
+    const db = new Kysely<any>({ dialect: new SqliteWriterDialect(writer) })
+    try {
+      const outcome = db.transaction().execute(async (trx) => {
+        await writeAhead(trx, trx.insertInto('items').values({ name: 'before the crash' }))
+        await (writer as unknown as { worker: Worker }).worker.terminate()
+        await writeAhead(trx, trx.insertInto('items').values({ name: 'after the crash' }))
+      })
+      await expect(outcome).rejects.toThrow(/writer thread stopped/)
       await db.insertInto('items').values({ name: 'on the new thread' }).execute()
       expect(await names(db)).toEqual(['on the new thread'])
     } finally {

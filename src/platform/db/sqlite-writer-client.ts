@@ -17,6 +17,7 @@ import { startWorker } from '../workers.js'
 import { OneConnectionDriver } from './sqlite-driver.js'
 import type { WriterReply, WriterRequest, WriterTarget } from './sqlite-writer-protocol.js'
 import type { WriterThreadData } from './sqlite-writer.js'
+import { isWrittenAhead } from './write-ahead.js'
 
 type Answer = Exclude<WriterReply, { type: 'closed' }>
 
@@ -46,13 +47,14 @@ export class SqliteWriter {
 
   /**
    * Runs a statement on the thread; with `on`, only if the thread is still the one given;
-   * with `begin`, as the first statement of a transaction.
+   * with `begin`, as the first statement of a transaction; with `ahead`, as a write sent
+   * ahead of the answers before it (the thread refuses the rest of its transaction if it fails).
    */
-  run(sql: string, parameters: readonly unknown[], on?: number, begin = false): Promise<Answer> {
+  run(sql: string, parameters: readonly unknown[], on?: number, begin = false, ahead = false): Promise<Answer> {
     if (this.closed) return Promise.reject(new Error('the SQLite writer is closed'))
     const worker = this.thread()
     if (on !== undefined && on !== this.generation) return Promise.reject(new Error('the SQLite writer thread stopped during the transaction; it was rolled back'))
-    return worker.request({ type: 'run', id: 0, sql, parameters, begin })
+    return worker.request({ type: 'run', id: 0, sql, parameters, begin, ahead })
   }
 
   /** Closes the thread's connection once the statements sent before are done. */
@@ -158,6 +160,10 @@ class SqliteWriterConnection implements DatabaseConnection {
   private beginWithNext = false
   /** Whether the thread had a transaction open after the last statement. */
   private openOnThread = false
+  /** The transaction under way sent writes ahead (writeAhead): it ends on the thread whatever happened. */
+  private wroteAhead = false
+  /** The answers to writes sent ahead that nothing has looked at yet. */
+  private ahead: Promise<Answer>[] = []
 
   constructor(private readonly writer: SqliteWriter) {}
 
@@ -170,23 +176,40 @@ class SqliteWriterConnection implements DatabaseConnection {
   async end(how: 'commit' | 'rollback'): Promise<void> {
     const on = this.transactionOn
     const begun = !this.beginWithNext
+    const wroteAhead = this.wroteAhead
     this.transactionOn = undefined
     this.beginWithNext = false
+    this.wroteAhead = false
     // A transaction without statements never began; one whose begin failed, or whose
-    // thread died, was never open or was rolled back with it.
-    if (!begun || (how === 'rollback' && (!this.openOnThread || on !== this.writer.current()))) return
-    await this.writer.run(how, [], on)
+    // thread died, was never open or was rolled back with it. One that wrote ahead is
+    // ended on the thread in any case: a failed write there refuses everything until then.
+    if (!begun || (how === 'rollback' && !wroteAhead && (!this.openOnThread || on !== this.writer.current()))) return
+    // Right behind the writes sent ahead: the thread runs them and the commit in one go.
+    const ended = settled(this.writer.run(how, [], on))
+    const answers = await Promise.all([...this.ahead.splice(0), ended])
     this.openOnThread = false
+    const failure = answers.find((answer) => answer.type === 'failed')
+    // A rollback ends the transaction whatever its statements answered.
+    if (how === 'commit' && failure !== undefined) throw failed(failure)
   }
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     const begin = this.beginWithNext
     // Its begin failed: a statement run now would commit on its own, outside the transaction.
-    if (this.transactionOn !== undefined && !begin && !this.openOnThread) throw new Error('the transaction is not open on the SQLite writer thread')
+    // (After a write sent ahead, the thread refuses what follows a failed begin itself.)
+    if (this.transactionOn !== undefined && !begin && !this.openOnThread && !this.wroteAhead) throw new Error('the transaction is not open on the SQLite writer thread')
     this.beginWithNext = false
+    if (this.transactionOn !== undefined && isWrittenAhead(compiledQuery)) {
+      this.wroteAhead = true
+      this.ahead.push(settled(this.writer.run(compiledQuery.sql, compiledQuery.parameters, this.transactionOn, begin, true)))
+      return { rows: [] }
+    }
     const answer = await this.writer.run(compiledQuery.sql, compiledQuery.parameters, this.transactionOn, begin)
+    // The writes sent ahead were answered before it: the first that failed fails this statement too.
+    const failure = this.ahead.length > 0 ? (await Promise.all(this.ahead.splice(0))).find((a) => a.type === 'failed') : undefined
     this.openOnThread = answer.inTransaction
-    if (answer.type === 'failed') throw Object.assign(new Error(answer.message), answer.code === undefined ? {} : { code: answer.code })
+    if (failure !== undefined) throw failed(failure)
+    if (answer.type === 'failed') throw failed(answer)
     if (answer.type === 'rows') return { rows: answer.rows as R[] }
     return { numAffectedRows: BigInt(answer.changes), insertId: BigInt(answer.lastInsertRowid), rows: [] }
   }
@@ -195,4 +218,13 @@ class SqliteWriterConnection implements DatabaseConnection {
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('the SQLite writer thread does not stream rows')
   }
+}
+
+/** The answer, or a failed one if the thread stopped first: a write sent ahead is looked at later, and its promise must not reject unheard. */
+function settled(answer: Promise<Answer>): Promise<Answer> {
+  return answer.catch((err: unknown) => ({ type: 'failed', id: 0, message: err instanceof Error ? err.message : String(err), code: undefined, inTransaction: false }))
+}
+
+function failed(answer: Extract<Answer, { type: 'failed' }>): Error {
+  return Object.assign(new Error(answer.message), answer.code === undefined ? {} : { code: answer.code })
 }
