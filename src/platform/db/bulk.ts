@@ -1,6 +1,7 @@
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely'
 import { rowsJson, type ColumnType } from './dialect.js'
 import type { DB } from './schema.js'
+import { writeAhead } from './write-ahead.js'
 
 type Handle = Kysely<DB> | Transaction<DB>
 
@@ -83,10 +84,17 @@ export function createBulkInsert<Row extends object>(spec: BulkInsert<Row>) {
     return numbered ? Math.min(most, ROUND_TRIP_ROWS) : 2 ** Math.floor(Math.log2(most))
   }
 
+  /**
+   * With `ahead`, in a transaction whose caller needs neither the rows nor their count, the
+   * statements go as writeAhead: on SQLite's writer thread one after another, without a
+   * round trip each (then nothing is returned and insertedCount is 0).
+   */
   return async function insert<Returned = Record<string, unknown>>(
     db: Handle,
     rows: readonly Row[],
+    options: { ahead?: boolean } = {},
   ): Promise<{ rows: Returned[]; insertedCount: number }> {
+    if (options.ahead && spec.returning) throw new Error(`an insert into ${spec.table} returns rows: it cannot be written ahead`)
     const numbered = usesNumberedPlaceholders(db)
     const returned: Returned[] = []
     let insertedCount = 0
@@ -96,7 +104,12 @@ export function createBulkInsert<Row extends object>(spec: BulkInsert<Row>) {
       const parameters: unknown[] = []
       if (asJson(numbered)) parameters.push(rowsJson(chunk.map((row) => spec.columns.map((column) => row[column as keyof Row]))))
       else for (const row of chunk) for (const column of spec.columns) parameters.push(row[column as keyof Row])
-      const result = await db.executeQuery<Returned>(CompiledQuery.raw(statementFor(chunk.length, numbered), parameters))
+      const query = CompiledQuery.raw(statementFor(chunk.length, numbered), parameters)
+      if (options.ahead) {
+        await writeAhead(db, query)
+        continue
+      }
+      const result = await db.executeQuery<Returned>(query)
       for (const row of result.rows) returned.push(row)
       insertedCount += spec.returning ? result.rows.length : Number(result.numAffectedRows ?? 0n)
     }

@@ -20,8 +20,12 @@ export async function emit(trx: Transaction<DB>, event: DomainEvent): Promise<st
   return eventId!
 }
 
-/** Like emit, for many events at once (bulk changes such as imports). */
-export async function emitMany(trx: Transaction<DB>, events: readonly DomainEvent[]): Promise<string[]> {
+/**
+ * Like emit, for many events at once (bulk changes such as imports). With `ahead`, the
+ * rows go as writeAhead (a recording transaction on SQLite's writer thread): its failure
+ * fails the transaction at its next awaited statement or its commit.
+ */
+export async function emitMany(trx: Transaction<DB>, events: readonly DomainEvent[], options: { ahead?: boolean } = {}): Promise<string[]> {
   if (events.length === 0) return []
   const rows = events.map(
     (event): OutboxRow => ({
@@ -32,7 +36,7 @@ export async function emitMany(trx: Transaction<DB>, events: readonly DomainEven
       occurred_at: event.occurredAt.toISOString(),
     }),
   )
-  await insertEvents(trx, rows)
+  await insertEvents(trx, rows, options)
   announceEmitted()
   return rows.map((row) => row.event_id)
 }

@@ -4,6 +4,7 @@ import type { Logger } from 'pino'
 import type { Clock } from '../../../platform/clock.js'
 import type { DB } from '../../../platform/db/schema.js'
 import { newId } from '../../../platform/ids.js'
+import { writeAhead } from '../../../platform/db/write-ahead.js'
 import type { AcceptedPart, Carrier, CarrierHandlers, CarrierState, OutgoingPart, SubmitResult } from './carrier.js'
 import { MinuteCounter } from './minute-counter.js'
 
@@ -80,21 +81,23 @@ export class SimulatorCarrier implements Carrier {
     const now = this.clock.now()
     const reportAt = new Date(now.getTime() + this.options.deliveryDelayMs).toISOString()
     for (let start = 0; start < accepted.length; start += 500) {
-      await trx
-        .insertInto('simulator_messages')
-        .values(
-          accepted.slice(start, start + 500).map((part) => ({
-            part_id: part.partId,
-            carrier: this.connection,
-            carrier_message_id: part.carrierMessageId,
-            to_number: part.to,
-            outcome: FAILING_NUMBER.test(part.to) ? ('failed' as const) : ('delivered' as const),
-            report_at: reportAt,
-            accepted_at: (this.acceptedAt.get(part.carrierMessageId) ?? now).toISOString(),
-          })),
-        )
-        .onConflict((oc) => oc.column('part_id').doUpdateSet({ submissions: sql`simulator_messages.submissions + 1` }))
-        .execute()
+      await writeAhead(
+        trx,
+        trx
+          .insertInto('simulator_messages')
+          .values(
+            accepted.slice(start, start + 500).map((part) => ({
+              part_id: part.partId,
+              carrier: this.connection,
+              carrier_message_id: part.carrierMessageId,
+              to_number: part.to,
+              outcome: FAILING_NUMBER.test(part.to) ? ('failed' as const) : ('delivered' as const),
+              report_at: reportAt,
+              accepted_at: (this.acceptedAt.get(part.carrierMessageId) ?? now).toISOString(),
+            })),
+          )
+          .onConflict((oc) => oc.column('part_id').doUpdateSet({ submissions: sql`simulator_messages.submissions + 1` })),
+      )
     }
     for (const part of accepted) this.acceptedAt.delete(part.carrierMessageId)
   }

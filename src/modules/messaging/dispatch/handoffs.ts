@@ -3,6 +3,7 @@ import { refund } from '../../accounts/index.js'
 import type { Dialect } from '../../../platform/db/dialect.js'
 import type { DB } from '../../../platform/db/schema.js'
 import { Leases } from '../../../platform/lease.js'
+import { writeAhead } from '../../../platform/db/write-ahead.js'
 import type { EventDemand } from '../../../platform/outbox/demand.js'
 import type { AcceptedPart, Carrier } from '../carriers/carrier.js'
 import { smsFailed, smsSent } from '../events.js'
@@ -72,7 +73,7 @@ export function partId(recipientId: number, sequence: number): string {
   return `${recipientId}:${sequence}`
 }
 
-const IDS_PER_STATEMENT = 500
+export const IDS_PER_STATEMENT = 500
 
 /**
  * Records a batch of hand-offs in one transaction: recipients move from queued to sent
@@ -125,6 +126,7 @@ export async function recordHandoffs(
           sequence: p.sequence,
           status: 'sent' as const,
         })),
+        { ahead: true },
       )
       const books: AcceptedPart[] = parts.map(({ h, p }) => ({ partId: partId(h.recipient.id, p.sequence), carrierMessageId: p.carrierMessageId, to: h.recipient.phoneNumber }))
       await carrier.record(trx, books)
@@ -197,7 +199,7 @@ async function moveRecipients(
 }
 
 /** `case id when … then … end`: one statement gives each row its own value (one value for all is a plain literal, no CASE to evaluate per row). */
-function caseById(ids: readonly number[], values: ReadonlyMap<number, string | null>) {
+export function caseById(ids: readonly number[], values: ReadonlyMap<number, string | null>) {
   const first = values.get(ids[0]!) ?? null
   if (ids.every((id) => (values.get(id) ?? null) === first)) return sql<string | null>`${first}`
   const branches = ids.map((id) => sql`when ${id} then ${values.get(id) ?? null}`)
@@ -217,13 +219,15 @@ async function requeue(trx: Transaction<DB>, nodeId: string, retries: readonly H
   }
   for (const [dueAt, ids] of byTime) {
     for (let start = 0; start < ids.length; start += IDS_PER_STATEMENT) {
-      await trx
-        .updateTable('message_recipients')
-        .set({ due_at: dueAt, ...Leases.released() })
-        .where('id', 'in', ids.slice(start, start + IDS_PER_STATEMENT))
-        .where('status', '=', 'queued')
-        .where('lease_owner', '=', nodeId)
-        .execute()
+      await writeAhead(
+        trx,
+        trx
+          .updateTable('message_recipients')
+          .set({ due_at: dueAt, ...Leases.released() })
+          .where('id', 'in', ids.slice(start, start + IDS_PER_STATEMENT))
+          .where('status', '=', 'queued')
+          .where('lease_owner', '=', nodeId),
+      )
     }
   }
 }

@@ -3,6 +3,7 @@ import type { Dialect } from '../../../platform/db/dialect.js'
 import type { DB } from '../../../platform/db/schema.js'
 import type { EventDemand } from '../../../platform/outbox/demand.js'
 import { emitMany } from '../../../platform/outbox/emit.js'
+import { writeAhead } from '../../../platform/db/write-ahead.js'
 import type { DomainEvent } from '../../../platform/outbox/events.js'
 import { campaignEvent } from '../broadcasts/events.js'
 import { StatsRollup } from '../stats/rollup.js'
@@ -75,12 +76,19 @@ export class ProgressBatch {
     if (wanted) this.events.push(event)
   }
 
-  /** Writes the counters, the events, the rollups, and completes broadcasts whose every recipient is final. */
+  /**
+   * Writes the counters, the events, the rollups, and completes broadcasts whose every
+   * recipient is final. All but the completion are written ahead (writeAhead): on SQLite's
+   * writer thread they and the commit run in one go.
+   */
   async write(trx: Transaction<DB>, at: Date): Promise<void> {
     const changes = [...this.counters].filter(([, c]) => c.sent !== 0 || c.delivered !== 0 || c.failed !== 0 || c.receiptTimeouts !== 0)
     await addToCounters(trx, this.dialect, changes)
-    if (this.broadcastMessages.size > 0) await completeBroadcasts(trx, [...this.broadcastMessages], at)
-    await emitMany(trx, this.events)
+    // Only a recipient's final move (delivered, failed, settled) can complete its broadcast:
+    // a batch of hand-offs alone does not look.
+    const final = changes.filter(([messageId, c]) => this.broadcastMessages.has(messageId) && (c.delivered !== 0 || c.failed !== 0 || c.receiptTimeouts !== 0))
+    if (final.length > 0) await completeBroadcasts(trx, final.map(([messageId]) => messageId), at)
+    await emitMany(trx, this.events, { ahead: true })
     // Last: every batch of an account adds to the same few rows, whose locks (PostgreSQL)
     // are then held only until the commit.
     await this.stats.write(trx)
@@ -97,16 +105,18 @@ async function addToCounters(trx: Transaction<DB>, dialect: Dialect, changes: [s
   if (changes.length === 0) return
   if (changes.length === 1) {
     const [messageId, change] = changes[0]!
-    await trx
-      .updateTable('messages')
-      .set({
-        sent_count: sql`sent_count + ${change.sent}`,
-        delivered_count: sql`delivered_count + ${change.delivered}`,
-        failed_count: sql`failed_count + ${change.failed}`,
-        ...(change.receiptTimeouts !== 0 ? { receipt_timeout_count: sql`receipt_timeout_count + ${change.receiptTimeouts}` } : {}),
-      })
-      .where('id', '=', messageId)
-      .execute()
+    await writeAhead(
+      trx,
+      trx
+        .updateTable('messages')
+        .set({
+          sent_count: sql`sent_count + ${change.sent}`,
+          delivered_count: sql`delivered_count + ${change.delivered}`,
+          failed_count: sql`failed_count + ${change.failed}`,
+          ...(change.receiptTimeouts !== 0 ? { receipt_timeout_count: sql`receipt_timeout_count + ${change.receiptTimeouts}` } : {}),
+        })
+        .where('id', '=', messageId),
+    )
     return
   }
   // Casts in every row: PostgreSQL types a VALUES list of bare parameters as text. VALUES
@@ -119,11 +129,14 @@ async function addToCounters(trx: Transaction<DB>, dialect: Dialect, changes: [s
   const source = dialect.rowLocks
     ? sql`(select v.* from messages m join ${values} on m.id = v.column1 order by m.id for update of m) as v`
     : values
-  await sql`
-    update messages set sent_count = sent_count + v.column2, delivered_count = delivered_count + v.column3, failed_count = failed_count + v.column4,
-      receipt_timeout_count = receipt_timeout_count + v.column5
-    from ${source}
-    where messages.id = v.column1`.execute(trx)
+  await writeAhead(
+    trx,
+    sql`
+      update messages set sent_count = sent_count + v.column2, delivered_count = delivered_count + v.column3, failed_count = failed_count + v.column4,
+        receipt_timeout_count = receipt_timeout_count + v.column5
+      from ${source}
+      where messages.id = v.column1`,
+  )
 }
 
 /** A broadcast is completed when every recipient of its message is delivered, failed, or settled without a receipt. */
@@ -145,5 +158,5 @@ export async function completeBroadcasts(trx: Transaction<DB>, messageIds: strin
     )
     .returning(['id', 'account_id', 'name', 'status'])
     .execute()
-  await emitMany(trx, completed.map((b) => campaignEvent('CampaignUpdated', b.account_id, b, at)))
+  await emitMany(trx, completed.map((b) => campaignEvent('CampaignUpdated', b.account_id, b, at)), { ahead: true })
 }

@@ -8,6 +8,8 @@ import type { Carrier, CarrierReceipt } from '../carriers/carrier.js'
 import { deliveryReceipt, smsDelivered, smsFailed } from '../events.js'
 import type { MessagingMetrics } from '../metrics.js'
 import { ProgressBatch, type CountedAs } from './progress.js'
+import { caseById, IDS_PER_STATEMENT } from './handoffs.js'
+import { writeAhead } from '../../../platform/db/write-ahead.js'
 
 /** Where a receipt came from: its carrier and the link, as parts are matched by both. */
 export interface ReceiptSource {
@@ -149,27 +151,42 @@ export class ReceiptRecorder {
         }
         // One statement per status rather than one per part: a busy SMSC sends thousands a second.
         // By sequence, so each statement looks parts up by the key (recipient_id, sequence):
-        // a row-value IN list is planned as a scan of the table on PostgreSQL.
+        // a row-value IN list is planned as a scan of the table on PostgreSQL. Written ahead
+        // (writeAhead): nothing here reads their answers.
         for (const [status, keys] of partsByStatus) {
           for (const [sequence, group] of groupBy(keys, ([, sequence]) => sequence)) {
-            await trx
-              .updateTable('carrier_parts')
-              .set({ status })
-              .where('recipient_id', 'in', group.map(([recipientId]) => recipientId))
-              .where('sequence', '=', sequence)
-              .execute()
+            await writeAhead(
+              trx,
+              trx
+                .updateTable('carrier_parts')
+                .set({ status })
+                .where('recipient_id', 'in', group.map(([recipientId]) => recipientId))
+                .where('sequence', '=', sequence),
+            )
           }
         }
 
-        for (const [recipientId, { error, at, part }] of failedRecipients) {
+        // The failed recipients in one statement (per IDS_PER_STATEMENT), each with its own error and time.
+        const failedIds = [...failedRecipients.keys()]
+        const failedHere = new Set<number>()
+        for (let start = 0; start < failedIds.length; start += IDS_PER_STATEMENT) {
+          const ids = failedIds.slice(start, start + IDS_PER_STATEMENT)
           const moved = await trx
             .updateTable('message_recipients')
-            .set({ status: 'failed', failed_at: at.toISOString(), error })
-            .where('id', '=', recipientId)
+            .set({
+              status: 'failed',
+              failed_at: caseById(ids, new Map(ids.map((id) => [id, failedRecipients.get(id)!.at.toISOString()]))),
+              error: caseById(ids, new Map(ids.map((id) => [id, failedRecipients.get(id)!.error]))),
+            })
+            .where('id', 'in', ids)
             .where('status', '=', 'sent')
             .where('receipt_timed_out_at', 'is', null)
-            .executeTakeFirst()
-          if (Number(moved.numUpdatedRows) === 0) continue
+            .returning('id')
+            .execute()
+          for (const row of moved) failedHere.add(Number(row.id))
+        }
+        for (const [recipientId, { error, at, part }] of failedRecipients) {
+          if (!failedHere.has(recipientId)) continue
           moves.add({ from: 'sent', to: 'failed' }, carrier)
           progress.count(part.message_id, part.broadcast_id, { failed: 1 }, countedAs(part, at, { error, phoneNumber: part.phone_number }))
           await progress.event(smsFailed({ messageId: part.message_id, accountId: part.account_id, phoneNumber: part.phone_number }, at, error))

@@ -1,6 +1,7 @@
 import { sql, type Compilable, type CompiledQuery, type Insertable, type Kysely, type RawBuilder, type Transaction } from 'kysely'
 import type { Dialect } from '../../../platform/db/dialect.js'
 import type { DB, MessageErrorStatsTable, MessageStatsTable } from '../../../platform/db/schema.js'
+import { writeAhead } from '../../../platform/db/write-ahead.js'
 
 type Handle = Kysely<DB> | Transaction<DB>
 
@@ -32,11 +33,12 @@ function upsertStats(trx: Transaction<DB>, rows: readonly StatsRow[]) {
  * Adds the rows to the rollups, in the caller's transaction: one statement however many
  * rows. Nearly every transaction adds one to a few rows, and building and compiling the
  * statement cost more than running it on SQLite: its text is compiled once per row count
- * and store kind, then run with the rows' values.
+ * and store kind, then run with the rows' values. Written ahead (writeAhead), as is the
+ * errors' rollup below: nobody reads their answers.
  */
 export async function addToStats(trx: Transaction<DB>, rows: readonly StatsRow[]): Promise<void> {
   if (rows.length > MOST_ROWS_COMPILED) {
-    await upsertStats(trx, rows).execute()
+    await writeAhead(trx, upsertStats(trx, rows))
     return
   }
   const adapter = trx.getExecutor().adapter
@@ -45,7 +47,7 @@ export async function addToStats(trx: Transaction<DB>, rows: readonly StatsRow[]
   let upsert = compiled[rows.length]
   if (upsert === undefined) compiled[rows.length] = upsert = compileUpsert(trx, rows.length)
   const values = rows.flatMap((row) => STATS_COLUMNS.map((column) => row[column]))
-  await trx.executeQuery({ ...upsert.query, parameters: upsert.slots.map((slot) => values[slot]) })
+  await writeAhead(trx, { ...upsert.query, parameters: upsert.slots.map((slot) => values[slot]) })
 }
 
 /** The upsert of `count` rows, built with a marker for each value: `slots` says which value each parameter is. */
@@ -60,17 +62,19 @@ function compileUpsert(trx: Transaction<DB>, count: number): { query: CompiledQu
 
 /** The example and the time of the newest failure win. */
 export async function addToErrorStats(trx: Transaction<DB>, rows: readonly ErrorStatsRow[]): Promise<void> {
-  await trx
-    .insertInto('message_error_stats')
-    .values(rows)
-    .onConflict((oc) =>
-      oc.columns(['account_id', 'bucket', 'error']).doUpdateSet((eb) => ({
-        count: eb('message_error_stats.count', '+', eb.ref('excluded.count')),
-        example_recipient: sql<string>`case when excluded.last_at >= message_error_stats.last_at then excluded.example_recipient else message_error_stats.example_recipient end`,
-        last_at: sql<string>`case when excluded.last_at > message_error_stats.last_at then excluded.last_at else message_error_stats.last_at end`,
-      })),
-    )
-    .execute()
+  await writeAhead(
+    trx,
+    trx
+      .insertInto('message_error_stats')
+      .values(rows)
+      .onConflict((oc) =>
+        oc.columns(['account_id', 'bucket', 'error']).doUpdateSet((eb) => ({
+          count: eb('message_error_stats.count', '+', eb.ref('excluded.count')),
+          example_recipient: sql<string>`case when excluded.last_at >= message_error_stats.last_at then excluded.example_recipient else message_error_stats.example_recipient end`,
+          last_at: sql<string>`case when excluded.last_at > message_error_stats.last_at then excluded.last_at else message_error_stats.last_at end`,
+        })),
+      )
+  )
 }
 
 /**
