@@ -43,6 +43,8 @@ export class ProgressBatch {
   private readonly events: DomainEvent[] = []
   private readonly wanted = new Map<string, boolean>()
   private readonly stats = new StatsRollup()
+  /** Messages' recipients and how many of them were settled, as this transaction read them before its changes. */
+  private readonly settled = new Map<string, { before: number; recipients: number }>()
 
   constructor(
     private readonly demand: EventDemand,
@@ -62,6 +64,16 @@ export class ProgressBatch {
     const { accountId, carrier, at, failure } = countedAs
     this.stats.add({ accountId, broadcastId, carrier }, at, { sent: change.sent, delivered: change.delivered, failed: change.failed })
     if (failure !== undefined) this.stats.addFailures(accountId, at, failure.error, failure.phoneNumber, change.failed ?? 0)
+  }
+
+  /**
+   * On a store with one writer, whose reads in a writing transaction are current: how many
+   * of the message's recipients were settled (delivered, failed, timed out) before this
+   * transaction's changes. Its broadcast is then looked at for completion only if this
+   * batch settles the rest (else every batch of receipts would look, a round trip each).
+   */
+  settledBefore(messageId: string, before: number, recipients: number): void {
+    if (!this.settled.has(messageId)) this.settled.set(messageId, { before, recipients })
   }
 
   /** Credits given back in this transaction: the rollups count them against those debited. */
@@ -86,7 +98,11 @@ export class ProgressBatch {
     await addToCounters(trx, this.dialect, changes)
     // Only a recipient's final move (delivered, failed, settled) can complete its broadcast:
     // a batch of hand-offs alone does not look.
-    const final = changes.filter(([messageId, c]) => this.broadcastMessages.has(messageId) && (c.delivered !== 0 || c.failed !== 0 || c.receiptTimeouts !== 0))
+    const final = changes.filter(([messageId, c]) => {
+      const settledNow = c.delivered + c.failed + c.receiptTimeouts
+      const known = this.settled.get(messageId)
+      return this.broadcastMessages.has(messageId) && settledNow !== 0 && (known === undefined || known.before + settledNow >= known.recipients)
+    })
     if (final.length > 0) await completeBroadcasts(trx, final.map(([messageId]) => messageId), at)
     await emitMany(trx, this.events, { ahead: true })
     // Last: every batch of an account adds to the same few rows, whose locks (PostgreSQL)

@@ -115,6 +115,12 @@ export class ReceiptRecorder {
     const unmatched = new Set(batch)
     const now = this.clock.now()
     const moves = this.metrics.tally()
+    // On a store with one writer (SQLite) the transaction holds the write lock from its first
+    // statement: what it reads is what its updates find, so which recipients move is known
+    // here, and the updates go ahead (writeAhead) with the commit, in one go on the writer
+    // thread. With row locks (PostgreSQL) another transaction may move a recipient
+    // meanwhile: there the updates say which rows they moved.
+    const decidedHere = !this.dialect.rowLocks
     await this.db.transaction().execute(async (trx) => {
       const progress = new ProgressBatch(this.demand, this.dialect)
       const bySource = groupBy(batch, (p) => `${p.source.name}\n${p.source.connection}`)
@@ -124,6 +130,7 @@ export class ReceiptRecorder {
         const partById = new Map<string, (typeof parts)[number]>()
         for (const part of parts) if (!partById.has(part.carrier_message_id)) partById.set(part.carrier_message_id, part)
         const partByRecipient = new Map(parts.map((p) => [Number(p.recipient_id), p]))
+        if (decidedHere) for (const part of parts) progress.settledBefore(part.message_id, Number(part.settled), Number(part.recipients))
         const deliveredParts = new Map<number, number>()
         const failedRecipients = new Map<number, { error: string; at: Date; part: (typeof parts)[number] }>()
         const seen = new Set<string>()
@@ -171,7 +178,7 @@ export class ReceiptRecorder {
         const failedHere = new Set<number>()
         for (let start = 0; start < failedIds.length; start += IDS_PER_STATEMENT) {
           const ids = failedIds.slice(start, start + IDS_PER_STATEMENT)
-          const moved = await trx
+          const update = trx
             .updateTable('message_recipients')
             .set({
               status: 'failed',
@@ -181,9 +188,10 @@ export class ReceiptRecorder {
             .where('id', 'in', ids)
             .where('status', '=', 'sent')
             .where('receipt_timed_out_at', 'is', null)
-            .returning('id')
-            .execute()
-          for (const row of moved) failedHere.add(Number(row.id))
+          if (decidedHere) {
+            await writeAhead(trx, update)
+            for (const id of ids) if (failedRecipients.get(id)!.part.status === 'sent') failedHere.add(id)
+          } else for (const row of await update.returning('id').execute()) failedHere.add(Number(row.id))
         }
         for (const [recipientId, { error, at, part }] of failedRecipients) {
           if (!failedHere.has(recipientId)) continue
@@ -200,7 +208,7 @@ export class ReceiptRecorder {
         for (const entries of byIncrement.values()) {
           const increment = entries[0]![1]
           const segments = Number(partByRecipient.get(entries[0]![0])!.segments)
-          const delivered = await trx
+          const update = trx
             .updateTable('message_recipients')
             .set({
               parts_delivered: sql`parts_delivered + ${increment}`,
@@ -210,8 +218,15 @@ export class ReceiptRecorder {
             .where('id', 'in', entries.map(([id]) => id))
             .where('status', '=', 'sent')
             .where('receipt_timed_out_at', 'is', null)
-            .returning(['id', 'status', 'message_id', 'account_id', 'phone_number'])
-            .execute()
+          let delivered: { id: number | string; status: string; message_id: string; account_id: string; phone_number: string }[]
+          if (decidedHere) {
+            await writeAhead(trx, update)
+            delivered = entries.flatMap(([id]) => {
+              const part = partByRecipient.get(id)!
+              const moves = part.status === 'sent' && Number(part.parts_delivered) + increment >= segments
+              return moves ? [{ id, status: 'delivered', message_id: part.message_id, account_id: part.account_id, phone_number: part.phone_number }] : []
+            })
+          } else delivered = await update.returning(['id', 'status', 'message_id', 'account_id', 'phone_number']).execute()
           for (const row of delivered) {
             if (row.status !== 'delivered') continue
             const part = partByRecipient.get(Number(row.id))!
@@ -245,7 +260,8 @@ async function partsNamed(trx: Transaction<DB>, dialect: Dialect, carrier: strin
     .selectFrom('carrier_parts as p')
     .innerJoin('message_recipients as r', 'r.id', 'p.recipient_id')
     .innerJoin('messages as m', 'm.id', 'r.message_id')
-    .select(['p.sequence', 'p.carrier_message_id', 'p.status as part_status', 'r.id as recipient_id', 'r.status', 'r.receipt_timed_out_at', 'r.message_id', 'r.account_id', 'r.phone_number', 'r.carrier as recipient_carrier', 'm.kind', 'm.broadcast_id', sql<number>`coalesce(r.segments, m.segments)`.as('segments')])
+    .select(['p.sequence', 'p.carrier_message_id', 'p.status as part_status', 'r.id as recipient_id', 'r.status', 'r.receipt_timed_out_at', 'r.message_id', 'r.account_id', 'r.phone_number', 'r.carrier as recipient_carrier', 'r.parts_delivered', 'm.kind', 'm.broadcast_id', 'm.recipients'])
+    .select([sql<number>`coalesce(r.segments, m.segments)`.as('segments'), sql<number>`m.delivered_count + m.failed_count + m.receipt_timeout_count`.as('settled')])
     .where('p.carrier', '=', carrier)
     .where('p.connection', 'in', [connection, '*'])
     .orderBy('p.recipient_id', 'desc')
