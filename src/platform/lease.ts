@@ -43,6 +43,8 @@ interface HeldRow {
   onLost: () => void
   /** performance.now() when the expiry last written for this node was computed: the claim's, then each renewal's. */
   since: number
+  /** The last renewal found the row no longer this node's: lost if the next finds so too. */
+  notRenewed?: boolean
 }
 
 /**
@@ -92,8 +94,8 @@ export class Leases {
   }
 
   /**
-   * Keeps renewing a claimed row until release(). `onLost` runs if a renewal finds the
-   * row no longer ours (another node reclaimed it after we failed to renew in time).
+   * Keeps renewing a claimed row until release(). `onLost` runs if two renewals in a row
+   * find the row no longer ours (another node reclaimed it after we failed to renew in time).
    * `claimedAt` is performance.now() taken just before claim() gave the claim's expiry
    * (by default now, for a claim just written).
    */
@@ -166,7 +168,10 @@ export class Leases {
         where id in (select id from ${sql.table(table)} where ${mine} ${this.dialect.forUpdateSkipLocked()}) returning id`.execute(this.db)
       for (const { id } of renewed.rows) {
         const row = rows.get(id)
-        if (row) row.since = since
+        if (row) {
+          row.since = since
+          row.notRenewed = false
+        }
       }
       if (renewed.rows.length === ids.length) continue
       // A row passed over is lost only if it is no longer ours; else the next renewal takes it.
@@ -175,6 +180,14 @@ export class Leases {
       for (const id of ids) {
         const row = rows.get(id)
         if (kept.has(id) || !row) continue
+        // Work that has just ended here released the row in the store, but its holder may
+        // not have called release() yet (on SQLite its commit's answer is still on the way
+        // while this renewal reads): lost only if the next renewal finds it so as well.
+        // Meanwhile stillHeld() runs out on the claim's own time, as for any late renewal.
+        if (!row.notRenewed) {
+          row.notRenewed = true
+          continue
+        }
         rows.delete(id)
         this.logger.warn({ table, id }, 'lease lost to another node; stopping the work')
         row.onLost()
