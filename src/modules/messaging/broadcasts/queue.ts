@@ -13,6 +13,7 @@ import { randomLinkCode, renderSql } from './template-sql.js'
 import { LANE } from '../dispatch/queue.js'
 import type { MessagingDeps } from '../deps.js'
 import { completeBroadcasts } from '../dispatch/progress.js'
+import { writeAhead } from '../../../platform/db/write-ahead.js'
 import { flatPrice, parsePriceList, priceExpression } from '../routing/pricing.js'
 import { StatsRollup } from '../stats/rollup.js'
 
@@ -165,6 +166,11 @@ export class BroadcastQueue {
     const where = sql<boolean>`${afterKey} and ${upTo} and ${plan.audience}`
     const now = this.deps.clock.now()
     const timing = plan.window === null ? undefined : await this.windowTiming(plan.window, accountId, where, now)
+    // On a store with one writer (SQLite) the transaction holds the write lock from its first
+    // statement, so the claim and status it reads stay so until its commit: its writes go
+    // ahead (writeAhead), without a round trip each. With row locks (PostgreSQL) a cancel may
+    // commit meanwhile: the broadcast's update says whether the claim still holds.
+    const oneWriter = !this.deps.dialect.rowLocks
     return db.transaction().execute(async (trx) => {
       const state = await trx
         .selectFrom('broadcasts')
@@ -172,6 +178,7 @@ export class BroadcastQueue {
         .where('id', '=', broadcastId)
         .where('lease_owner', '=', this.leases.nodeId)
         .where('queue_after_id', '=', after.id)
+        .$if(oneWriter, (q) => q.where('status', 'in', ['sending', 'paused']))
         .executeTakeFirst()
       if (!state) throw new LostClaim()
       const room = Number(state.queue_total) - Number(state.queued)
@@ -187,7 +194,7 @@ export class BroadcastQueue {
       const queued = Number(state.queued) + inserted
       const queuedPrices = Number(state.queued_price_total) + priceSum
       const done = !last || queued >= Number(state.queue_total)
-      const updated = await trx
+      const update = trx
         .updateTable('broadcasts')
         .set({
           queued,
@@ -202,9 +209,9 @@ export class BroadcastQueue {
         // free) refunded what was not queued: this chunk is rolled back, not queued too.
         .where('status', 'in', ['sending', 'paused'])
         .where('lease_owner', '=', this.leases.nodeId)
-        .executeTakeFirst()
-      if (Number(updated.numUpdatedRows) === 0) throw new LostClaim()
-      await trx.updateTable('messages').set({ recipients: sql`recipients + ${inserted}` }).where('id', '=', messageId).execute()
+      if (oneWriter) await writeAhead(trx, update)
+      else if (Number((await update.executeTakeFirst()).numUpdatedRows) === 0) throw new LostClaim()
+      await writeAhead(trx, trx.updateTable('messages').set({ recipients: sql`recipients + ${inserted}` }).where('id', '=', messageId))
       const stats = new StatsRollup()
       stats.add({ accountId, broadcastId, carrier: '' }, now, { queued: inserted })
       if (done) {
