@@ -141,7 +141,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     carrierGiveUpAfterMs: config.carrierGiveUpAfterMs,
     leaseTtlMs: config.leaseTtlMs,
     ...(options.carrierCa ? { carrierCa: options.carrierCa } : {}),
-    dispatchBatchSize: config.dispatchBatchSize,
+    // SQLite's recording transactions hold the one write lock that every request's write
+    // waits for: smaller batches shorten that wait, for about a quarter of the dispatch rate.
+    dispatchBatchSize: config.dispatchBatchSize ?? (config.database.kind === 'postgres' ? 500 : 250),
     dispatchConcurrency: config.dispatchConcurrency ?? (config.database.kind === 'postgres' ? 4 : 2),
     // The queueing's chunks and the dispatch batches share the store (SQLite's writer
     // thread, PostgreSQL's table and cores): with one batch beside them, a broadcast is all

@@ -57,8 +57,8 @@ export interface Config {
   publicUrl: string | undefined
   /** A sent recipient with no receipt after this many hours is settled as sent without a receipt. */
   receiptTimeoutHours: number
-  /** Recipients the dispatcher claims and records at once. */
-  dispatchBatchSize: number
+  /** Recipients the dispatcher claims and records at once; undefined: 500 on PostgreSQL, 250 on SQLite. */
+  dispatchBatchSize: number | undefined
   /** Dispatch batches in flight at once; undefined: 4 on PostgreSQL, 1 on SQLite. */
   dispatchConcurrency: number | undefined
   /** How long one webhook delivery attempt may take, connection to response. */
@@ -166,7 +166,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     carrierGiveUpAfterMs: read.integer('CARRIER_GIVE_UP_AFTER_MS', 86_400_000, 1_000, 30 * 86_400_000),
     publicUrl: read.optional('PUBLIC_URL')?.replace(/\/+$/, ''),
     receiptTimeoutHours: read.integer('RECEIPT_TIMEOUT_HOURS', 72, 1, 8_760),
-    dispatchBatchSize: read.integer('DISPATCH_BATCH_SIZE', 500, 1, 5000),
+    dispatchBatchSize: read.optional('DISPATCH_BATCH_SIZE') === undefined ? undefined : read.integer('DISPATCH_BATCH_SIZE', 500, 1, 5000),
     dispatchConcurrency: read.optional('DISPATCH_CONCURRENCY') === undefined ? undefined : read.integer('DISPATCH_CONCURRENCY', 1, 1, 32),
     webhookTimeoutMs: read.integer('WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
     webhookRetryScheduleMs: read.durations('WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h'),

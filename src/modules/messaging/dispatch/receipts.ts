@@ -27,7 +27,6 @@ interface Pending {
 
 /** A receipt may arrive before its part's hand-off is recorded; it waits this long for it. */
 const UNMATCHED_WAIT_MS = 30_000
-const PER_TRANSACTION = 1000
 
 /**
  * Records carrier receipts in batches, one transaction each: the part becomes delivered
@@ -55,7 +54,8 @@ export class ReceiptRecorder {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly metrics: MessagingMetrics,
-    private readonly options: { batchDelayMs: number },
+    /** perTransaction: receipts recorded in one transaction at most. */
+    private readonly options: { batchDelayMs: number; perTransaction: number },
   ) {}
 
   /** Resolves once the receipt is recorded, or known to match nothing. */
@@ -89,7 +89,7 @@ export class ReceiptRecorder {
   }
 
   private async flush(): Promise<void> {
-    const batch = this.queue.splice(0, PER_TRANSACTION)
+    const batch = this.queue.splice(0, this.options.perTransaction)
     try {
       const unmatched = await this.metrics.slice('receipts', () => this.write(batch))
       const now = Date.now()
