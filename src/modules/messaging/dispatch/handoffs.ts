@@ -8,6 +8,7 @@ import type { EventDemand } from '../../../platform/outbox/demand.js'
 import type { AcceptedPart, Carrier } from '../carriers/carrier.js'
 import { smsFailed, smsSent } from '../events.js'
 import { insertParts } from './handoff-journal.js'
+import { caseById, IDS_PER_STATEMENT } from './per-row.js'
 import type { CarrierLabel, MessagingMetrics } from '../metrics.js'
 import { ProgressBatch, type CountedAs } from './progress.js'
 
@@ -72,8 +73,6 @@ export const OPTED_OUT_ERROR = 'not sent: the recipient opted out before the mes
 export function partId(recipientId: number, sequence: number): string {
   return `${recipientId}:${sequence}`
 }
-
-export const IDS_PER_STATEMENT = 500
 
 /**
  * Records a batch of hand-offs in one transaction: recipients move from queued to sent
@@ -196,14 +195,6 @@ async function moveRecipients(
     for (const row of rows) moved.add(Number(row.id))
   }
   return moved
-}
-
-/** `case id when … then … end`: one statement gives each row its own value (one value for all is a plain literal, no CASE to evaluate per row). */
-export function caseById(ids: readonly number[], values: ReadonlyMap<number, string | null>) {
-  const first = values.get(ids[0]!) ?? null
-  if (ids.every((id) => (values.get(id) ?? null) === first)) return sql<string | null>`${first}`
-  const branches = ids.map((id) => sql`when ${id} then ${values.get(id) ?? null}`)
-  return sql<string | null>`case id ${sql.join(branches, sql` `)} end`
 }
 
 /**

@@ -8,7 +8,7 @@ import type { Carrier, CarrierReceipt } from '../carriers/carrier.js'
 import { deliveryReceipt, smsDelivered, smsFailed } from '../events.js'
 import type { MessagingMetrics } from '../metrics.js'
 import { ProgressBatch, type CountedAs } from './progress.js'
-import { caseById, IDS_PER_STATEMENT } from './handoffs.js'
+import { caseById, IDS_PER_STATEMENT } from './per-row.js'
 import { writeAhead } from '../../../platform/db/write-ahead.js'
 
 /** Where a receipt came from: its carrier and the link, as parts are matched by both. */
