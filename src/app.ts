@@ -142,7 +142,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     leaseTtlMs: config.leaseTtlMs,
     ...(options.carrierCa ? { carrierCa: options.carrierCa } : {}),
     // SQLite's recording transactions hold the one write lock that every request's write
-    // waits for: smaller batches shorten that wait, for about a quarter of the dispatch rate.
+    // waits for: smaller batches shorten that wait (other accounts' sends p99 53 → 36 ms,
+    // medians of 3) for a little of the dispatch rate (8,645 → 8,253 recipients/s).
     dispatchBatchSize: config.dispatchBatchSize ?? (config.database.kind === 'postgres' ? 500 : 250),
     dispatchConcurrency: config.dispatchConcurrency ?? (config.database.kind === 'postgres' ? 4 : 2),
     // The queueing's chunks and the dispatch batches share the store (SQLite's writer
