@@ -9,7 +9,7 @@ import { openStore, type Store } from '../../src/platform/db/connect.js'
 import { aheadOfOthers } from '../../src/platform/db/connection-priority.js'
 import { newLockSignals } from '../../src/platform/db/sqlite-lock-signals.js'
 import { SqliteWriter, SqliteWriterDialect } from '../../src/platform/db/sqlite-writer-client.js'
-import { checkedAhead, isStaleRead, writeAhead } from '../../src/platform/db/write-ahead.js'
+import { writeAhead } from '../../src/platform/db/write-ahead.js'
 import { loopDelayDuring } from '../support/event-loop.js'
 
 // The writer thread exists on SQLite only (on PostgreSQL `background` is the pool), so
@@ -157,34 +157,6 @@ describe('SQLite store: the background connection (writer thread)', () => {
       await writeAhead(trx, trx.insertInto('items').values({ name: 'next' }))
     })
     expect(await names(background)).toEqual(['taken', 'next'])
-  })
-
-  it('commits a transaction whose read checked ahead finds the rows read before it, and fails it (STALE_READ), committing nothing, if they changed', async () => {
-    const { store } = await storeWithItems()
-    const background = store.background as unknown as Kysely<any>
-    await background.insertInto('items').values([{ name: 'a' }, { name: 'b' }]).execute()
-    const read = (db: Kysely<any>) => db.selectFrom('items').select(['id', 'name']).orderBy('id')
-    for (const db of [background, store.db as unknown as Kysely<any>]) {
-      const before = await read(db).execute()
-      await db.transaction().execute(async (trx) => {
-        await checkedAhead(trx, read(trx), before)
-        await writeAhead(trx, trx.insertInto('items').values({ name: `after an unchanged read (${before.length})` }))
-      })
-      const stale = await read(db).execute()
-      await db.insertInto('items').values({ name: `changed meanwhile (${before.length})` }).execute()
-      const failure = await db
-        .transaction()
-        .execute(async (trx) => {
-          await checkedAhead(trx, read(trx), stale)
-          await writeAhead(trx, trx.insertInto('items').values({ name: 'after a changed read' }))
-        })
-        .then(
-          () => undefined,
-          (err: unknown) => err,
-        )
-      expect(isStaleRead(failure)).toBe(true)
-    }
-    expect(await names(background)).toEqual(['a', 'b', 'after an unchanged read (2)', 'changed meanwhile (2)', 'after an unchanged read (4)', 'changed meanwhile (4)'])
   })
 
   it('fails a transaction whose thread died while its writes were sent ahead, and commits nothing of it', async () => {

@@ -17,7 +17,7 @@ import { startWorker } from '../workers.js'
 import { OneConnectionDriver } from './sqlite-driver.js'
 import type { WriterReply, WriterRequest, WriterTarget } from './sqlite-writer-protocol.js'
 import type { WriterThreadData } from './sqlite-writer.js'
-import { isWrittenAhead, rowsExpected } from './write-ahead.js'
+import { isWrittenAhead } from './write-ahead.js'
 
 type Answer = Exclude<WriterReply, { type: 'closed' }>
 
@@ -48,14 +48,13 @@ export class SqliteWriter {
   /**
    * Runs a statement on the thread; with `on`, only if the thread is still the one given;
    * with `begin`, as the first statement of a transaction; with `ahead`, as a write sent
-   * ahead of the answers before it (the thread refuses the rest of its transaction if it
-   * fails); with `expect`, as a read sent ahead that fails unless it finds these rows.
+   * ahead of the answers before it (the thread refuses the rest of its transaction if it fails).
    */
-  run(sql: string, parameters: readonly unknown[], on?: number, begin = false, ahead = false, expect?: readonly unknown[]): Promise<Answer> {
+  run(sql: string, parameters: readonly unknown[], on?: number, begin = false, ahead = false): Promise<Answer> {
     if (this.closed) return Promise.reject(new Error('the SQLite writer is closed'))
     const worker = this.thread()
     if (on !== undefined && on !== this.generation) return Promise.reject(new Error('the SQLite writer thread stopped during the transaction; it was rolled back'))
-    return worker.request({ type: 'run', id: 0, sql, parameters, begin, ahead, ...(expect === undefined ? {} : { expect }) })
+    return worker.request({ type: 'run', id: 0, sql, parameters, begin, ahead })
   }
 
   /** Closes the thread's connection once the statements sent before are done. */
@@ -202,10 +201,8 @@ class SqliteWriterConnection implements DatabaseConnection {
     this.beginWithNext = false
     if (this.transactionOn !== undefined && isWrittenAhead(compiledQuery)) {
       this.wroteAhead = true
-      const expect = rowsExpected(compiledQuery)
-      this.ahead.push(settled(this.writer.run(compiledQuery.sql, compiledQuery.parameters, this.transactionOn, begin, true, expect)))
-      // A read checked ahead (checkedAhead) is compared with these rows on the thread.
-      return { rows: (expect ?? []) as R[] }
+      this.ahead.push(settled(this.writer.run(compiledQuery.sql, compiledQuery.parameters, this.transactionOn, begin, true)))
+      return { rows: [] }
     }
     const answer = await this.writer.run(compiledQuery.sql, compiledQuery.parameters, this.transactionOn, begin)
     // The writes sent ahead were answered before it: the first that failed fails this statement too.

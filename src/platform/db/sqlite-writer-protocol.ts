@@ -11,12 +11,9 @@ export interface WriterTarget {
  * A statement; with `begin`, the first of a transaction, which begins (IMMEDIATE) just
  * before it. With `ahead`, a write of a transaction sent without waiting for the answers
  * before it (writeAhead): if it fails, the thread refuses the transaction's later
- * statements and rolls it back at its `commit` or `rollback`. With `expect`, a read sent
- * ahead (checkedAhead) that fails, with the code STALE_READ, unless it reads these rows.
+ * statements and rolls it back at its `commit` or `rollback`.
  */
-export type WriterRequest =
-  | { type: 'run'; id: number; sql: string; parameters: readonly unknown[]; begin: boolean; ahead: boolean; expect?: readonly unknown[] }
-  | { type: 'close' }
+export type WriterRequest = { type: 'run'; id: number; sql: string; parameters: readonly unknown[]; begin: boolean; ahead: boolean } | { type: 'close' }
 
 /** The outcome of a statement, and whether a transaction is open on the connection after it. */
 export type WriterReply =

@@ -14,14 +14,11 @@
  * (writeAhead), so that they run one after another here while the transaction holds the
  * lock, not one per round trip to the main thread. Nothing the client sent after such a
  * write that failed may commit: the thread refuses every later statement of the
- * transaction with that write's error, and its `commit` rolls it back. A read sent ahead
- * with the rows it must find (checkedAhead) fails in the same way if it finds others.
+ * transaction with that write's error, and its `commit` rolls it back.
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { importSqliteFunctions, openSecondarySqlite } from './connect.js'
 import { announceRelease, standBackForWaiters } from './sqlite-lock-signals.js'
-import { sameRows } from './same-rows.js'
-import { staleRead } from './write-ahead.js'
 import type { WriterReply, WriterRequest, WriterTarget } from './sqlite-writer-protocol.js'
 
 /** workerData: the connection's target and the SQLite function modules it registers. */
@@ -76,7 +73,7 @@ function run(request: Extract<WriterRequest, { type: 'run' }>): void {
 }
 
 /** Runs a statement and posts its answer; answers its failure, if it failed. */
-function execute({ id, sql, parameters, begin, expect }: Extract<WriterRequest, { type: 'run' }>): { message: string; code: string | undefined } | undefined {
+function execute({ id, sql, parameters, begin }: Extract<WriterRequest, { type: 'run' }>): { message: string; code: string | undefined } | undefined {
   try {
     const statement = database.prepare(sql)
     // A write outside a transaction takes the lock, as a transaction's begin does; a read
@@ -85,10 +82,7 @@ function execute({ id, sql, parameters, begin, expect }: Extract<WriterRequest, 
     if (takesLock) standBackForWaiters(signals)
     if (begin) database.prepare(BEGIN).run([])
     if (statement.reader) {
-      const rows = statement.all(parameters)
-      // A read checked ahead answers only whether it found what the client expected.
-      if (expect !== undefined && !sameRows(rows, expect)) throw staleRead()
-      port.postMessage({ type: 'rows', id, rows: expect === undefined ? rows : [], inTransaction: database.inTransaction } satisfies WriterReply)
+      port.postMessage({ type: 'rows', id, rows: statement.all(parameters), inTransaction: database.inTransaction } satisfies WriterReply)
       return undefined
     }
     const held = takesLock || database.inTransaction

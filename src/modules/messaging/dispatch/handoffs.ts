@@ -3,7 +3,7 @@ import { refund } from '../../accounts/index.js'
 import type { Dialect } from '../../../platform/db/dialect.js'
 import type { DB } from '../../../platform/db/schema.js'
 import { Leases } from '../../../platform/lease.js'
-import { checkedAhead, isStaleRead, writeAhead } from '../../../platform/db/write-ahead.js'
+import { writeAhead } from '../../../platform/db/write-ahead.js'
 import type { EventDemand } from '../../../platform/outbox/demand.js'
 import type { AcceptedPart, Carrier } from '../carriers/carrier.js'
 import { smsFailed, smsSent } from '../events.js'
@@ -92,67 +92,15 @@ export async function recordHandoffs(
 ): Promise<void> {
   if (handoffs.length === 0 && optedOut.length === 0) return
   const at = now.toISOString()
-  const sent = handoffs.filter((h) => h.error === null && h.retryAt === undefined)
-  // The failures of nothing handed over are counted under no carrier in the rollups.
-  const failures: Failure[] = [
-    ...handoffs
-      .filter((h): h is Handoff & { error: string } => h.error !== null && h.retryAt === undefined)
-      .map((h) => ({ recipient: h.recipient, message: h.message, error: h.error, refund: h.refund === true, carrier: h.carrier.name, carrierName: h.refund === true ? '' : h.carrierName })),
-    ...optedOut.map((o) => ({ ...o, error: OPTED_OUT_ERROR, refund: true, carrier: 'none' as const, carrierName: '' })),
-  ]
-  const moving = [...sent.map((h) => h.recipient.id), ...failures.map((f) => f.recipient.id)]
-  // On a store with one writer (SQLite), which of them this node still holds is read
-  // before the transaction and checked ahead inside it (checkedAhead): its statements then
-  // all go to the writer thread at once, and hold the write lock only while they run.
-  // Only a node's own hand-offs and releases move what it holds, so the check seldom
-  // fails; when it does, the batch is recorded again, its moves answered inside.
-  if (!dialect.rowLocks) {
-    const before = await heldBy(db, nodeId, moving)
-    try {
-      await record(db, dialect, demand, nodeId, handoffs, sent, failures, before, now, metrics)
-      return
-    } catch (err) {
-      if (!isStaleRead(err)) throw err
-    }
-  }
-  await record(db, dialect, demand, nodeId, handoffs, sent, failures, undefined, now, metrics)
-}
-
-interface Failure {
-  recipient: ClaimedRecipient
-  message: MessageInfo
-  error: string
-  refund: boolean
-  carrier: CarrierLabel
-  carrierName: string
-}
-
-async function record(
-  db: Kysely<DB>,
-  dialect: Dialect,
-  demand: EventDemand,
-  nodeId: string,
-  handoffs: readonly Handoff[],
-  sent: readonly Handoff[],
-  failures: readonly Failure[],
-  before: HeldRead[] | undefined,
-  now: Date,
-  metrics: MessagingMetrics,
-): Promise<void> {
-  const at = now.toISOString()
   const moves = metrics.tally()
   await db.transaction().execute(async (trx) => {
     const progress = new ProgressBatch(demand, dialect)
-    let held: Set<number> | undefined
-    if (before !== undefined) {
-      for (const read of before) await checkedAhead(trx, heldQuery(trx, nodeId, read.ids), read.rows)
-      held = new Set(before.flatMap((read) => read.rows.map((row) => Number(row.id))))
-    }
+    const sent = handoffs.filter((h) => h.error === null && h.retryAt === undefined)
     // The recipient shows the carrier's id of its first part and the connection that took
     // it, written as it moves to sent.
     const firstParts = new Map(sent.map((h) => [h.recipient.id, h.accepted.find((p) => p.sequence === 1)?.carrierMessageId ?? null]))
     const carrierNames = new Map(sent.map((h) => [h.recipient.id, h.carrierName]))
-    const moved = await moveRecipients(trx, nodeId, sent.map((h) => h.recipient.id), { status: 'sent', sent_at: at }, held, { carrier_message_id: firstParts, carrier: carrierNames })
+    const moved = await moveRecipients(trx, nodeId, sent.map((h) => h.recipient.id), { status: 'sent', sent_at: at }, { carrier_message_id: firstParts, carrier: carrierNames })
     const sentHere = sent.filter((h) => moved.has(h.recipient.id))
 
     const byCarrier = new Map<Carrier, { h: Handoff; p: AcceptedByCarrier }[]>()
@@ -190,8 +138,15 @@ async function record(
 
     await requeue(trx, nodeId, handoffs.filter((h) => h.retryAt !== undefined))
 
+    // In the rollups, a failure of nothing handed over (refunded) counts under no carrier.
+    const failures: { recipient: ClaimedRecipient; message: MessageInfo; error: string; refund: boolean; carrier: CarrierLabel; carrierName: string }[] = [
+      ...handoffs
+        .filter((h): h is Handoff & { error: string } => h.error !== null && h.retryAt === undefined)
+        .map((h) => ({ recipient: h.recipient, message: h.message, error: h.error, refund: h.refund === true, carrier: h.carrier.name, carrierName: h.refund === true ? '' : h.carrierName })),
+      ...optedOut.map((o) => ({ ...o, error: OPTED_OUT_ERROR, refund: true, carrier: 'none' as const, carrierName: '' })),
+    ]
     for (const f of failures) {
-      const failed = await moveRecipients(trx, nodeId, [f.recipient.id], { status: 'failed', failed_at: at, error: f.error }, held)
+      const failed = await moveRecipients(trx, nodeId, [f.recipient.id], { status: 'failed', failed_at: at, error: f.error })
       if (!failed.has(f.recipient.id)) continue
       moves.add({ from: 'queued', to: 'failed' }, f.carrier)
       progress.count(f.message.id, f.message.broadcastId, { failed: 1 }, countedAs(f.message, f.recipient, f.carrierName, now, f.error))
@@ -214,43 +169,18 @@ function countedAs(message: MessageInfo, recipient: ClaimedRecipient, carrier: s
   return { accountId: recipient.accountId, carrier, at, ...(error === undefined ? {} : { failure: { error, phoneNumber: recipient.phoneNumber } }) }
 }
 
-/** A read of which of `ids` this node held, in id order, before the transaction. */
-interface HeldRead {
-  ids: number[]
-  rows: { id: number | string }[]
-}
-
-function heldQuery(db: Kysely<DB>, nodeId: string, ids: readonly number[]) {
-  return db.selectFrom('message_recipients').select('id').where('id', 'in', ids).where('status', '=', 'queued').where('lease_owner', '=', nodeId).orderBy('id')
-}
-
-/** Which of the recipients this node holds in the queue now, read outside a transaction. */
-async function heldBy(db: Kysely<DB>, nodeId: string, ids: readonly number[]): Promise<HeldRead[]> {
-  const reads: HeldRead[] = []
-  for (let start = 0; start < ids.length; start += IDS_PER_STATEMENT) {
-    const chunk = ids.slice(start, start + IDS_PER_STATEMENT)
-    reads.push({ ids: chunk, rows: await heldQuery(db, nodeId, chunk).execute() })
-  }
-  return reads
-}
-
-/**
- * Moves recipients this node holds out of the queue; answers which ones moved. With
- * `held` (which recipients this node holds, checked ahead in this transaction), the update
- * goes ahead (writeAhead), and those of `ids` in it move and leave it.
- */
+/** Moves recipients this node holds out of the queue; answers which ones moved. */
 async function moveRecipients(
   trx: Transaction<DB>,
   nodeId: string,
   ids: readonly number[],
   changes: { status: 'sent'; sent_at: string } | { status: 'failed'; failed_at: string; error: string },
-  held: Set<number> | undefined,
   perRecipient?: { carrier_message_id: ReadonlyMap<number, string | null>; carrier: ReadonlyMap<number, string | null> },
 ): Promise<Set<number>> {
   const moved = new Set<number>()
   for (let start = 0; start < ids.length; start += IDS_PER_STATEMENT) {
     const chunk = ids.slice(start, start + IDS_PER_STATEMENT)
-    const update = trx
+    const rows = await trx
       .updateTable('message_recipients')
       .set({
         ...changes,
@@ -260,11 +190,9 @@ async function moveRecipients(
       .where('id', 'in', chunk)
       .where('status', '=', 'queued')
       .where('lease_owner', '=', nodeId)
-    if (held !== undefined) {
-      await writeAhead(trx, update)
-      // Once moved, no longer held: a second move of the same recipient finds nothing, as the update would.
-      for (const id of chunk) if (held.delete(id)) moved.add(id)
-    } else for (const row of await update.returning('id').execute()) moved.add(Number(row.id))
+      .returning('id')
+      .execute()
+    for (const row of rows) moved.add(Number(row.id))
   }
   return moved
 }

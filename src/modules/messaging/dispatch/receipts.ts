@@ -1,4 +1,4 @@
-import { sql, type CompiledQuery, type Kysely } from 'kysely'
+import { sql, type Kysely, type Transaction } from 'kysely'
 import type { Logger } from 'pino'
 import type { Clock } from '../../../platform/clock.js'
 import type { Dialect } from '../../../platform/db/dialect.js'
@@ -9,7 +9,7 @@ import { deliveryReceipt, smsDelivered, smsFailed } from '../events.js'
 import type { MessagingMetrics } from '../metrics.js'
 import { ProgressBatch, type CountedAs } from './progress.js'
 import { caseById, IDS_PER_STATEMENT } from './per-row.js'
-import { checkedAhead, isStaleRead, writeAhead } from '../../../platform/db/write-ahead.js'
+import { writeAhead } from '../../../platform/db/write-ahead.js'
 
 /** Where a receipt came from: its carrier and the link, as parts are matched by both. */
 export interface ReceiptSource {
@@ -110,62 +110,29 @@ export class ReceiptRecorder {
     }
   }
 
-  /**
-   * Writes a batch; answers the receipts that matched no recorded part (yet).
-   *
-   * On a store with one writer (SQLite) the parts are read before the transaction and the
-   * read is repeated inside it, checked ahead (checkedAhead): the transaction's statements
-   * then all go to the writer thread at once and hold the write lock only while they run.
-   * Only this recorder moves parts from sent, one batch at a time, so the check seldom
-   * fails; when it does, the batch is written again, reading inside the transaction.
-   */
+  /** Writes a batch; answers the receipts that matched no recorded part (yet). */
   private async write(batch: Pending[]): Promise<Set<Pending>> {
-    const bySource = groupBy(batch, (p) => `${p.source.name}\n${p.source.connection}`)
-    if (!this.dialect.rowLocks) {
-      const readBefore = new Map<string, Part[]>()
-      for (const [key, group] of bySource) readBefore.set(key, await this.partsOf(this.db, group))
-      try {
-        return await this.writeGroups(batch, bySource, readBefore)
-      } catch (err) {
-        if (!isStaleRead(err)) throw err
-      }
-    }
-    return this.writeGroups(batch, bySource, undefined)
-  }
-
-  private async partsOf(db: Kysely<DB>, group: Pending[]): Promise<Part[]> {
-    const { name: carrier, connection } = group[0]!.source
-    const query = partsNamed(db, this.dialect, carrier, connection, group.map((p) => p.receipt.carrierMessageId))
-    return (await db.executeQuery<Part>(query.compile(db))).rows
-  }
-
-  private async writeGroups(batch: Pending[], bySource: Map<string, Pending[]>, readBefore: Map<string, Part[]> | undefined): Promise<Set<Pending>> {
     const unmatched = new Set(batch)
     const now = this.clock.now()
     const moves = this.metrics.tally()
     // On a store with one writer (SQLite) the transaction holds the write lock from its first
-    // statement: what it reads (or checks ahead) is what its updates find, so which
-    // recipients move is known here, and the updates go ahead (writeAhead) with the commit,
-    // in one go on the writer thread. With row locks (PostgreSQL) another transaction may
-    // move a recipient meanwhile: there the updates say which rows they moved.
+    // statement: what it reads is what its updates find, so which recipients move is known
+    // here, and the updates go ahead (writeAhead) with the commit, in one go on the writer
+    // thread. With row locks (PostgreSQL) another transaction may move a recipient
+    // meanwhile: there the updates say which rows they moved.
     const decidedHere = !this.dialect.rowLocks
     await this.db.transaction().execute(async (trx) => {
       const progress = new ProgressBatch(this.demand, this.dialect)
-      for (const [key, group] of bySource) {
+      const bySource = groupBy(batch, (p) => `${p.source.name}\n${p.source.connection}`)
+      for (const group of bySource.values()) {
         const { name: carrier, connection } = group[0]!.source
-        const before = readBefore?.get(key)
-        let parts: Part[]
-        if (before === undefined) parts = await this.partsOf(trx, group)
-        else {
-          await checkedAhead(trx, partsNamed(trx, this.dialect, carrier, connection, group.map((p) => p.receipt.carrierMessageId)), before)
-          parts = before
-        }
-        const partById = new Map<string, Part>()
+        const parts = await partsNamed(trx, this.dialect, carrier, connection, group.map((p) => p.receipt.carrierMessageId))
+        const partById = new Map<string, (typeof parts)[number]>()
         for (const part of parts) if (!partById.has(part.carrier_message_id)) partById.set(part.carrier_message_id, part)
         const partByRecipient = new Map(parts.map((p) => [Number(p.recipient_id), p]))
         if (decidedHere) for (const part of parts) progress.settledBefore(part.message_id, Number(part.settled), Number(part.recipients))
         const deliveredParts = new Map<number, number>()
-        const failedRecipients = new Map<number, { error: string; at: Date; part: Part }>()
+        const failedRecipients = new Map<number, { error: string; at: Date; part: (typeof parts)[number] }>()
         const seen = new Set<string>()
         const partsByStatus = new Map<CarrierReceipt['status'], [recipientId: number, sequence: number][]>()
         for (const pending of group) {
@@ -282,35 +249,14 @@ function countedAs(part: { kind: string; account_id: string; recipient_carrier: 
   return { accountId: part.account_id, carrier: part.recipient_carrier ?? '', at, ...(failure === undefined ? {} : { failure }) }
 }
 
-/** A part a receipt may name, with its recipient and message. */
-interface Part {
-  sequence: number
-  carrier_message_id: string
-  part_status: string
-  recipient_id: number | string
-  status: string
-  receipt_timed_out_at: string | null
-  message_id: string
-  account_id: string
-  phone_number: string
-  recipient_carrier: string | null
-  parts_delivered: number
-  kind: string
-  broadcast_id: string | null
-  recipients: number
-  segments: number
-  settled: number
-}
-
 /**
- * The read of the parts a link's message ids name, with their recipients and messages.
- * Newest first (recipient ids grow with time): the first row for an id is the part that
- * id now names on this link. '*' is a part recorded before connections were kept. On
- * PostgreSQL one lookup per id (LATERAL), each a probe of the receipt index, whatever the
- * table's statistics.
+ * The parts a link's message ids name, with their recipients and messages. Newest first
+ * (recipient ids grow with time): the first row for an id is the part that id now names on
+ * this link. '*' is a part recorded before connections were kept. On PostgreSQL one lookup
+ * per id (LATERAL), each a probe of the receipt index, whatever the table's statistics.
  */
-function partsNamed(db: Kysely<DB>, dialect: Dialect, carrier: string, connection: string, ids: string[]): { compile(executor: Kysely<DB>): CompiledQuery } {
-  const parts = db
+async function partsNamed(trx: Transaction<DB>, dialect: Dialect, carrier: string, connection: string, ids: string[]) {
+  const parts = trx
     .selectFrom('carrier_parts as p')
     .innerJoin('message_recipients as r', 'r.id', 'p.recipient_id')
     .innerJoin('messages as m', 'm.id', 'r.message_id')
@@ -320,9 +266,11 @@ function partsNamed(db: Kysely<DB>, dialect: Dialect, carrier: string, connectio
     .where('p.connection', 'in', [connection, '*'])
     .orderBy('p.recipient_id', 'desc')
     .orderBy('p.sequence', 'desc')
-  if (!dialect.lateralJoins) return parts.where('p.carrier_message_id', 'in', ids)
+  if (!dialect.lateralJoins) return parts.where('p.carrier_message_id', 'in', ids).execute()
+  type Part = Awaited<ReturnType<typeof parts.execute>>[number]
   const newest = parts.where(sql<boolean>`p.carrier_message_id = ids.column1`).limit(1)
-  return sql<Part>`select part.* from ${dialect.rowsTable('ids', ['text'], ids.map((id) => [id]))} cross join lateral (${newest}) as part`
+  const { rows } = await sql<Part>`select part.* from ${dialect.rowsTable('ids', ['text'], ids.map((id) => [id]))} cross join lateral (${newest}) as part`.execute(trx)
+  return rows
 }
 
 // Map.groupBy arrives in Node 21.
