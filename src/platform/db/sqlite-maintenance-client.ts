@@ -7,7 +7,10 @@ const RETRY_MS = 20
 export interface MaintenanceOptions {
   /** How often the thread checkpoints. */
   checkpointEveryMs: number
-  /** WAL frames beyond which bulk writers wait for the log to be copied back (room()). */
+  /**
+   * WAL frames beyond which bulk writers wait for the log to be copied back (room()), and
+   * past which the thread starts the log over whenever it finds every frame copied back.
+   */
   limitFrames: number
   /** The longest room() waits: a long read can keep a checkpoint from completing. */
   maxWaitMs: number
@@ -21,7 +24,8 @@ export interface MaintenanceOptions {
  * already copied back and no checkpoint running. With writes following each other
  * closely that seldom happens, and the log would grow for as long as an import runs;
  * so past `limitFrames`, bulk writers wait in room() until the thread has copied it all
- * back and started it over. Other writers never wait.
+ * back and started it over. Other writers never wait: for them the thread starts the log
+ * over at a tick that finds every frame copied back.
  */
 export class SqliteMaintenance {
   private readonly worker: WorkerRpc<MaintenanceRequest, MaintenanceReply, void>
@@ -39,7 +43,7 @@ export class SqliteMaintenance {
     lost: () => void,
     functionModules: readonly string[] = [],
   ) {
-    const thread = startWorker(import.meta.url, 'sqlite-maintenance', { path, intervalMs: options.checkpointEveryMs, functionModules } satisfies MaintenanceTarget)
+    const thread = startWorker(import.meta.url, 'sqlite-maintenance', { path, intervalMs: options.checkpointEveryMs, limitFrames: options.limitFrames, functionModules } satisfies MaintenanceTarget)
     thread.unref()
     // An error ends the thread; analyses fail at the exit that follows.
     this.worker = new WorkerRpc(thread, {

@@ -16,10 +16,12 @@ import SQLite from './sqlite-binding.js'
 import { BACKGROUND_NICE, lowerThreadPriority } from '../thread-priority.js'
 import type { SqliteFunctionModule } from './connect.js'
 
-/** workerData: the database, the checkpoint interval and the SQLite function modules to register. */
+/** workerData: the database, the checkpoint interval, the log's limit and the SQLite function modules to register. */
 export interface MaintenanceTarget {
   path: string
   intervalMs: number
+  /** WAL frames past which the thread starts the log over as soon as every frame is copied back. */
+  limitFrames: number
   functionModules: readonly string[]
 }
 
@@ -35,7 +37,7 @@ export type MaintenanceRequest = { type: 'checkpoint'; restart: boolean } | { ty
 
 export type MaintenanceReply = CheckpointStatus | { type: 'analyzed'; id: number; error?: string } | { type: 'closed' }
 
-const { path, intervalMs, functionModules } = workerData as MaintenanceTarget
+const { path, intervalMs, limitFrames, functionModules } = workerData as MaintenanceTarget
 const port = parentPort!
 lowerThreadPriority(BACKGROUND_NICE)
 const db = new SQLite(path, { fileMustExist: true })
@@ -108,6 +110,14 @@ let seen = { log: -1, checkpointed: -1 }
 
 function tick(): void {
   checkpoint(false)
+  // Past the limit and all copied back: started over now. Under steady writes (a
+  // broadcast's dispatch) SQLite may never find the moment to do it itself, and the file
+  // grew by gigabytes in one broadcast.
+  if (last.log > limitFrames && last.checkpointed >= last.log) {
+    still = 0
+    checkpoint(false, true)
+    return
+  }
   const unchanged = last.log === seen.log && last.checkpointed === seen.checkpointed
   seen = last
   still = unchanged && last.log > IDLE_TRUNCATE_FRAMES && last.checkpointed >= last.log ? still + 1 : 0
