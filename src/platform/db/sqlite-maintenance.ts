@@ -60,19 +60,22 @@ type CheckpointResult = { busy: number; log: number; checkpointed: number }
 
 /**
  * Checkpoints; reports the log's state when it changed, or always when asked. With
- * `restart`, once every frame is copied back, also starts the log over (TRUNCATE):
- * SQLite leaves that to the next writer, which does it only if it begins while no
- * checkpoint is copying, and under a steady stream of writes that may not happen for a
- * long time. TRUNCATE takes the write lock for a moment; it does not wait for it (nor
- * for a reader still on the log), it is asked again instead.
+ * `over`, once every frame is copied back, also starts the log over: SQLite leaves that
+ * to the next writer, which does it only if it begins while no checkpoint is copying and
+ * no reader is on the log, and under a steady stream of writes that may not happen for a
+ * long time. RESTART writes the next frames from the start of the file, which keeps its
+ * size; TRUNCATE also cuts the file to nothing, for a log that has stopped growing (the
+ * file's blocks are freed, and a log still written would allocate them again at once).
+ * Either takes the write lock for a moment; it does not wait for it (nor for a reader
+ * still on the log), it is asked again instead.
  */
-function checkpoint(report: boolean, restart = false): void {
+function checkpoint(report: boolean, over?: 'RESTART' | 'TRUNCATE'): void {
   try {
     let [result] = db.pragma('wal_checkpoint(PASSIVE)') as CheckpointResult[]
-    if (result && restart && result.checkpointed >= result.log && result.log > 0) {
+    if (result && over !== undefined && result.checkpointed >= result.log && result.log > 0) {
       db.pragma('busy_timeout = 0')
       try {
-        ;[result] = db.pragma('wal_checkpoint(TRUNCATE)') as CheckpointResult[]
+        ;[result] = db.pragma(`wal_checkpoint(${over})`) as CheckpointResult[]
       } finally {
         db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
       }
@@ -115,7 +118,7 @@ function tick(): void {
   // grew by gigabytes in one broadcast.
   if (last.log > limitFrames && last.checkpointed >= last.log) {
     still = 0
-    checkpoint(false, true)
+    checkpoint(false, 'RESTART')
     return
   }
   const unchanged = last.log === seen.log && last.checkpointed === seen.checkpointed
@@ -123,14 +126,14 @@ function tick(): void {
   still = unchanged && last.log > IDLE_TRUNCATE_FRAMES && last.checkpointed >= last.log ? still + 1 : 0
   if (still >= IDLE_TICKS) {
     still = 0
-    checkpoint(false, true)
+    checkpoint(false, 'TRUNCATE')
   }
 }
 
 const timer = setInterval(tick, intervalMs)
 
 port.on('message', (message: MaintenanceRequest) => {
-  if (message.type === 'checkpoint') checkpoint(true, message.restart)
+  if (message.type === 'checkpoint') checkpoint(true, message.restart ? 'TRUNCATE' : undefined)
   else if (message.type === 'analyze') void analyze(message.id, message.table)
   else {
     clearInterval(timer)
