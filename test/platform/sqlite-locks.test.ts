@@ -87,9 +87,10 @@ describe('SQLite store: locks held by another connection', () => {
     other.exec('commit')
     await write
     expect(lockWaiting(signals)).toBe(0)
+    // At once now, not after the second it stands back for (112 ms seen on a busy machine).
     const again = performance.now()
     await pace.room()
-    expect(performance.now() - again).toBeLessThan(100)
+    expect(performance.now() - again).toBeLessThan(500)
     await writer.db.transaction().execute((trx) => sql`insert into items (name) values ('from the bulk writer')`.execute(trx))
     const rows = await sql<{ name: string }>`select name from items order by id`.execute(db)
     expect(rows.rows.map((r) => r.name)).toEqual(['from the other connection', 'from the store', 'from the bulk writer'])
