@@ -312,6 +312,36 @@ describe('POST /v1/broadcasts/{id}/cancel', () => {
   }, 60_000)
 
   /*
+   * An SMSC's acceptance of a part is written to the hand-off journal (carrier_parts) the
+   * moment it comes; a crash before the recipient's other parts leaves it queued with one
+   * part at the carrier. Cancelled then, it fails "cancelled" and pays for that part.
+   */
+  it('cancels a paused broadcast one of whose recipients a crash left with a part at the carrier: that part stays paid for, the other is refunded', async () => {
+    const { key } = await customer(1_000)
+    const { listId, prefixes } = await audience(key, 60)
+    const id = await draft(key, listId, { maxPerMinute: PACE })
+    await start(key, id, 60, 120)
+    await handedOver(prefixes, 5)
+    expect((await control(key, id, 'pause')).status).toBe(200)
+    const handed = await stoppedSince(prefixes, Date.now())
+    const db = server.app.platform.store.db
+    const { messageId } = await messageOf(key, id)
+    const queued = await db.selectFrom('message_recipients').select('id').where('message_id', '=', messageId).where('status', '=', 'queued').orderBy('id').executeTakeFirstOrThrow()
+    await db
+      .insertInto('carrier_parts')
+      .values({ carrier: 'smpp', connection: 'platform@smsc.example.net:2775', carrier_message_id: `crash-${queued.id}`, recipient_id: queued.id, sequence: 1, status: 'sent' })
+      .execute()
+
+    const cancelled = await control(key, id, 'cancel')
+    expect(cancelled.status).toBe(200)
+    expect(cancelled.body).toMatchObject({ status: 'cancelled', sent: handed.numbers, failed: 60 - handed.numbers, creditsUsed: 2 * handed.numbers + 1 })
+    expect(await balanceOf(key)).toBe(1_000 - 2 * handed.numbers - 1)
+    const message = await messageOf(key, id)
+    expect(message.creditsUsed).toBe(2 * handed.numbers + 1)
+    expect(message.recipients.filter((r: any) => r.status === 'failed' && r.error === 'cancelled')).toHaveLength(60 - handed.numbers)
+  }, 60_000)
+
+  /*
    * The start counts and charges the whole audience at once; its recipients are queued in
    * the background, 5,000 contacts per chunk, so 12,000 take three chunks and a cancel
    * right after the 202 finds most of them not queued yet. Each of the 12,000 the send

@@ -10,6 +10,7 @@ import type { MessagingDeps } from '../deps.js'
 import { completeBroadcasts, ProgressBatch } from '../dispatch/progress.js'
 import { StatsRollup } from '../stats/rollup.js'
 import { LANE } from '../dispatch/queue.js'
+import { recordedParts } from '../dispatch/handoff-journal.js'
 import { campaignEvent } from './events.js'
 import { getBroadcast, missOrConflict } from './service.js'
 import type { Broadcast } from './schemas.js'
@@ -109,9 +110,11 @@ export async function cancelBroadcast(deps: MessagingDeps & { demand: EventDeman
 
 /**
  * Fails and refunds the queued recipients of a cancelled broadcast's message that no
- * dispatcher holds, a chunk per transaction. Recipients a dispatcher holds are its to
- * finish: it hands over none of a cancelled broadcast's, fails them the same way, and a
- * recipient it puts back is found by the next sweep. Answers how many it failed.
+ * dispatcher holds, a chunk per transaction; a recipient a carrier outside the store took
+ * some parts of before a crash is refunded the others only. Recipients a dispatcher holds
+ * are its to finish: it hands over none of a cancelled broadcast's (save the rest of one
+ * whose first parts the carrier has), fails them the same way, and a recipient it puts
+ * back is found by the next sweep. Answers how many it failed.
  */
 export async function failCancelled(deps: Pick<MessagingDeps, 'db' | 'dialect' | 'clock'> & { demand: EventDemand }, messageId: string): Promise<number> {
   let total = 0
@@ -146,11 +149,15 @@ export async function failCancelled(deps: Pick<MessagingDeps, 'db' | 'dialect' |
         )
         .where('status', '=', 'queued')
         .where('lease_owner', 'is', null)
-        .returning(['phone_number', 'price', 'segments'])
+        .returning(['id', 'phone_number', 'price', 'segments'])
         .execute()
       if (rows.length === 0) return 0
       const progress = new ProgressBatch(deps.demand, deps.dialect)
-      const credits = rows.reduce((sum, r) => sum + Number(r.price) * Number(r.segments ?? message.segments), 0)
+      // A recipient some of whose parts a carrier took before the cancel (a crash cut its
+      // hand-off short) pays for those parts; the rest is given back.
+      const handed = await recordedParts(trx, rows.map((r) => Number(r.id)))
+      const unsent = (r: (typeof rows)[number]) => Number(r.segments ?? message.segments) - (handed.get(Number(r.id))?.size ?? 0)
+      const credits = rows.reduce((sum, r) => sum + Number(r.price) * unsent(r), 0)
       if (credits > 0 && !message.sandbox) {
         await refund(trx, message.account_id, credits, at)
         await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${credits}` }).where('id', '=', messageId).execute()
