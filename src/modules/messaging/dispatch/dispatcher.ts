@@ -494,8 +494,11 @@ export class Dispatcher {
     try {
       // A node frozen past its leases (while the part waited for the window, say) may find
       // the recipient reclaimed by another node: a part goes only while that cannot have
-      // happened, else both would hand it over. It goes back to the queue instead.
-      if (!this.leases.stillHeld('message_recipients', recipient.id)) return CLAIM_LAPSED
+      // happened, else both would hand it over. It goes back to the queue instead. A carrier
+      // in the store (a simulator) is exempt: what it took counts only once recorded, and
+      // the record moves only a recipient this node still holds, so it goes on there rather
+      // than leave the recipient with some of its parts taken.
+      if (carrier.record === undefined && !this.leases.stillHeld('message_recipients', recipient.id)) return CLAIM_LAPSED
       const result = await carrier.submit(part)
       // The slot is freed once the part is recorded: a crash leaves only the window in doubt.
       if (result.ok && carrier.record === undefined) {

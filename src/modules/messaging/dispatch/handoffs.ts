@@ -3,7 +3,6 @@ import { refund } from '../../accounts/index.js'
 import type { Dialect } from '../../../platform/db/dialect.js'
 import type { DB } from '../../../platform/db/schema.js'
 import { Leases } from '../../../platform/lease.js'
-import { writeAhead } from '../../../platform/db/write-ahead.js'
 import type { EventDemand } from '../../../platform/outbox/demand.js'
 import type { AcceptedPart, Carrier } from '../carriers/carrier.js'
 import { smsFailed, smsSent } from '../events.js'
@@ -102,10 +101,44 @@ export async function recordHandoffs(
     const carrierNames = new Map(sent.map((h) => [h.recipient.id, h.carrierName]))
     const moved = await moveRecipients(trx, nodeId, sent.map((h) => h.recipient.id), { status: 'sent', sent_at: at }, { carrier_message_id: firstParts, carrier: carrierNames })
     const sentHere = sent.filter((h) => moved.has(h.recipient.id))
+    for (const h of sentHere) {
+      moves.add({ from: 'queued', to: 'sent' }, h.carrier.name)
+      progress.count(h.message.id, h.message.broadcastId, { sent: 1 }, countedAs(h.message, h.recipient, h.carrierName, now))
+      await progress.event(smsSent({ messageId: h.message.id, accountId: h.recipient.accountId, phoneNumber: h.recipient.phoneNumber }, now, h.carrierName))
+    }
 
+    const requeued = await requeue(trx, nodeId, handoffs.filter((h) => h.retryAt !== undefined))
+
+    // In the rollups, a failure of nothing handed over (refunded) counts under no carrier.
+    const failures: { recipient: ClaimedRecipient; message: MessageInfo; error: string; refund: boolean; carrier: CarrierLabel; carrierName: string }[] = [
+      ...handoffs
+        .filter((h): h is Handoff & { error: string } => h.error !== null && h.retryAt === undefined)
+        .map((h) => ({ recipient: h.recipient, message: h.message, error: h.error, refund: h.refund === true, carrier: h.carrier.name, carrierName: h.refund === true ? '' : h.carrierName })),
+      ...optedOut.map((o) => ({ ...o, error: OPTED_OUT_ERROR, refund: true, carrier: 'none' as const, carrierName: '' })),
+    ]
+    const failedHere = new Set<number>()
+    for (const f of failures) {
+      const failed = await moveRecipients(trx, nodeId, [f.recipient.id], { status: 'failed', failed_at: at, error: f.error })
+      if (!failed.has(f.recipient.id)) continue
+      failedHere.add(f.recipient.id)
+      moves.add({ from: 'queued', to: 'failed' }, f.carrier)
+      progress.count(f.message.id, f.message.broadcastId, { failed: 1 }, countedAs(f.message, f.recipient, f.carrierName, now, f.error))
+      await progress.event(smsFailed({ messageId: f.message.id, accountId: f.recipient.accountId, phoneNumber: f.recipient.phoneNumber }, now, f.error))
+      if (f.refund && !f.message.sandbox && f.message.kind !== 'reply') {
+        const credits = (f.recipient.segments ?? f.message.segments) * f.recipient.price
+        await refund(trx, f.recipient.accountId, credits, now)
+        await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${credits}` }).where('id', '=', f.message.id).execute()
+        progress.refunded(f.recipient.accountId, f.message.broadcastId, now, credits)
+      }
+    }
+
+    // The parts a carrier in the store (a simulator) took go into its books only with their
+    // recipient's own record: a recipient this node no longer holds (its claim ran out and
+    // another node took it up) is recorded by that node, books and all, never twice.
     const byCarrier = new Map<Carrier, { h: Handoff; p: AcceptedByCarrier }[]>()
     for (const h of handoffs) {
-      if (h.error === null && h.retryAt === undefined && !moved.has(h.recipient.id)) continue
+      const id = h.recipient.id
+      if (!moved.has(id) && !requeued.has(id) && !failedHere.has(id)) continue
       for (const p of h.accepted) {
         let parts = byCarrier.get(p.carrier)
         if (parts === undefined) byCarrier.set(p.carrier, (parts = []))
@@ -129,34 +162,6 @@ export async function recordHandoffs(
       )
       const books: AcceptedPart[] = parts.map(({ h, p }) => ({ partId: partId(h.recipient.id, p.sequence), carrierMessageId: p.carrierMessageId, to: h.recipient.phoneNumber }))
       await carrier.record(trx, books)
-    }
-    for (const h of sentHere) {
-      moves.add({ from: 'queued', to: 'sent' }, h.carrier.name)
-      progress.count(h.message.id, h.message.broadcastId, { sent: 1 }, countedAs(h.message, h.recipient, h.carrierName, now))
-      await progress.event(smsSent({ messageId: h.message.id, accountId: h.recipient.accountId, phoneNumber: h.recipient.phoneNumber }, now, h.carrierName))
-    }
-
-    await requeue(trx, nodeId, handoffs.filter((h) => h.retryAt !== undefined))
-
-    // In the rollups, a failure of nothing handed over (refunded) counts under no carrier.
-    const failures: { recipient: ClaimedRecipient; message: MessageInfo; error: string; refund: boolean; carrier: CarrierLabel; carrierName: string }[] = [
-      ...handoffs
-        .filter((h): h is Handoff & { error: string } => h.error !== null && h.retryAt === undefined)
-        .map((h) => ({ recipient: h.recipient, message: h.message, error: h.error, refund: h.refund === true, carrier: h.carrier.name, carrierName: h.refund === true ? '' : h.carrierName })),
-      ...optedOut.map((o) => ({ ...o, error: OPTED_OUT_ERROR, refund: true, carrier: 'none' as const, carrierName: '' })),
-    ]
-    for (const f of failures) {
-      const failed = await moveRecipients(trx, nodeId, [f.recipient.id], { status: 'failed', failed_at: at, error: f.error })
-      if (!failed.has(f.recipient.id)) continue
-      moves.add({ from: 'queued', to: 'failed' }, f.carrier)
-      progress.count(f.message.id, f.message.broadcastId, { failed: 1 }, countedAs(f.message, f.recipient, f.carrierName, now, f.error))
-      await progress.event(smsFailed({ messageId: f.message.id, accountId: f.recipient.accountId, phoneNumber: f.recipient.phoneNumber }, now, f.error))
-      if (f.refund && !f.message.sandbox && f.message.kind !== 'reply') {
-        const credits = (f.recipient.segments ?? f.message.segments) * f.recipient.price
-        await refund(trx, f.recipient.accountId, credits, now)
-        await trx.updateTable('messages').set({ credits_used: sql`credits_used - ${credits}` }).where('id', '=', f.message.id).execute()
-        progress.refunded(f.recipient.accountId, f.message.broadcastId, now, credits)
-      }
     }
     await progress.write(trx, now)
   })
@@ -200,9 +205,10 @@ async function moveRecipients(
 /**
  * Recipients no carrier of their route could take now go back to the queue, due at their
  * retry time; the parts a carrier did accept are already recorded and are not handed
- * over again.
+ * over again. Answers which ones went back (those this node still held).
  */
-async function requeue(trx: Transaction<DB>, nodeId: string, retries: readonly Handoff[]): Promise<void> {
+async function requeue(trx: Transaction<DB>, nodeId: string, retries: readonly Handoff[]): Promise<Set<number>> {
+  const requeued = new Set<number>()
   const byTime = new Map<string, number[]>()
   for (const h of retries) {
     const at = h.retryAt!.toISOString()
@@ -210,15 +216,16 @@ async function requeue(trx: Transaction<DB>, nodeId: string, retries: readonly H
   }
   for (const [dueAt, ids] of byTime) {
     for (let start = 0; start < ids.length; start += IDS_PER_STATEMENT) {
-      await writeAhead(
-        trx,
-        trx
-          .updateTable('message_recipients')
-          .set({ due_at: dueAt, ...Leases.released() })
-          .where('id', 'in', ids.slice(start, start + IDS_PER_STATEMENT))
-          .where('status', '=', 'queued')
-          .where('lease_owner', '=', nodeId),
-      )
+      const rows = await trx
+        .updateTable('message_recipients')
+        .set({ due_at: dueAt, ...Leases.released() })
+        .where('id', 'in', ids.slice(start, start + IDS_PER_STATEMENT))
+        .where('status', '=', 'queued')
+        .where('lease_owner', '=', nodeId)
+        .returning('id')
+        .execute()
+      for (const row of rows) requeued.add(Number(row.id))
     }
   }
+  return requeued
 }
