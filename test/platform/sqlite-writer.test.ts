@@ -76,7 +76,10 @@ describe('SQLite store: the background connection (writer thread)', () => {
     const onMain = await loopDelayDuring(long.execute(store.db))
     const onWriter = await loopDelayDuring(long.execute(store.background))
     expect(onMain).toBeGreaterThan(100)
-    expect(onWriter).toBeLessThan(50)
+    // Against the statement's own time too: with the whole suite and PostgreSQL on two
+    // cores, this process is now and then held off its core for 70-100 ms, while the
+    // statement, slowed as well, then holds a loop it runs on for 500 ms or more.
+    expect(onWriter).toBeLessThan(Math.max(50, onMain / 3))
   })
 
   it('when its thread dies mid-transaction, the transaction fails and is rolled back, and the next statement starts a new thread', async () => {
