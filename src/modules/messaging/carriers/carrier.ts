@@ -21,6 +21,14 @@ export interface OutgoingPart {
   encoding: SmsEncoding
   /** Set when the message has several parts: how the handset puts them back together (reference 0-255). */
   concat?: { reference: number; total: number; sequence: number }
+  /**
+   * Whether the part may still leave: false once this node's claim on its recipient ran
+   * short (a node frozen past its leases, woken), when another node may have taken the
+   * recipient up and sent it. An adapter that holds parts before they leave (for a window,
+   * a rate, a rebind) asks just before each send, the first and any again, and answers
+   * `{ ok: false, lapsed: true }` rather than send one it says no for.
+   */
+  stillOurs?: () => boolean
 }
 
 export type SubmitResult =
@@ -31,7 +39,9 @@ export type SubmitResult =
    * system error, an HTTP 5xx) lets the recipient move to the route's next carrier. A
    * throttled or queue-full answer is never returned here: the adapter retries it.
    */
-  | { ok: false; error: string; refusedBy?: 'recipient' | 'carrier' }
+  | { ok: false; error: string; refusedBy?: 'recipient' | 'carrier'; lapsed?: never }
+  /** Not sent: OutgoingPart.stillOurs said no when it was about to leave. */
+  | { ok: false; error: string; lapsed: true; refusedBy?: never }
 
 /** What a connection is doing now, as operators see it in GET /admin/carriers and metrics. */
 export interface CarrierState {

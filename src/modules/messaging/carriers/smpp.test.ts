@@ -241,6 +241,23 @@ describe('SMPP carrier', () => {
     expect(ids).toEqual(state.submits.map((submit) => submit.messageId))
   })
 
+  it('sends a part neither first nor again once its claim ran short: it answers lapsed, leaving the part to the node that took its recipient up', async () => {
+    await smsc.dropAfterAccepting(12, 5)
+    const { carrier, logs } = await startCarrier({ window: 10, maxPerSecond: 10_000 })
+    // As for a node woken from a freeze past its claims: from the dropped link on, no part is its own.
+    const stillOurs = () => !logs.some((line) => line.msg === 'SMPP link closed; reconnecting')
+    const parts = Array.from({ length: 30 }, (_, i) => ({ ...onlyPart(`part ${String(i + 1).padStart(2, '0')}`), stillOurs }))
+
+    const results = await Promise.all(parts.map((part) => carrier.submit(part)))
+
+    const state = await smsc.state()
+    expect(state.discarded).toBeGreaterThanOrEqual(5)
+    const accepted = results.filter((result) => result.ok)
+    expect(state.submits.map((submit) => submit.messageId)).toEqual(accepted.map((result) => (result.ok ? result.carrierMessageId : '')))
+    expect(state.submits.map((submit) => submit.text)).toEqual(parts.slice(0, 12).map((part) => part.text))
+    expect(results.slice(12)).toEqual(Array(18).fill({ ok: false, lapsed: true, error: 'not sent: the claim on its recipient ran short before it left' }))
+  })
+
   it('hands a part waiting for a bind back as down after downAfterMs, also when it started after a long synchronous stretch', async () => {
     // The event loop's clock is read as the loop turns, so the down timer set after 300 ms
     // of synchronous work is due 300 ms early by performance.now().

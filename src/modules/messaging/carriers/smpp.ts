@@ -364,6 +364,13 @@ export class SmppCarrier implements Carrier {
       const readyAt = Math.max(this.nextStartAt, this.pausedUntil)
       if (readyAt > now) return this.wakeUpAt(readyAt)
       const entry = this.queue.shift()!
+      // Its recipient may be another node's by now (this one was frozen past its claim
+      // while the part waited, or between its send and a resend after a dropped link):
+      // that node sends it, so this one does not, nor again.
+      if (entry.part.stillOurs?.() === false) {
+        entry.resolve({ ok: false, lapsed: true, error: 'not sent: the claim on its recipient ran short before it left' })
+        continue
+      }
       const pdu = new smpp.PDU('submit_sm', entry.fields)
       // False when the socket is closing: the part stays queued and the close handler reconnects.
       if (!link.session.send(pdu, (resp) => this.onSubmitResp(link, pdu.sequence_number, resp))) {

@@ -254,6 +254,8 @@ export class TwilioCarrier implements Carrier {
     for (let attempt = 1; ; attempt++) {
       await this.throttleLifted()
       if (this.status === 'down') return { ok: false, refusedBy: 'carrier', error: `carrier down: ${this.lastError}` }
+      // A throttling pause may outlast this node's claim on the recipient: then it is not sent.
+      if (part.stillOurs?.() === false) return { ok: false, lapsed: true, error: 'not sent: the claim on its recipient ran short before it left' }
       const answer = await this.call('POST', this.messagesUrl, form, this.stopForced.signal)
       if (answer.kind === 'unanswered') {
         this.logger.warn({ partId: part.partId, err: answer.error }, 'Twilio submit failed; the part goes to the next carrier')

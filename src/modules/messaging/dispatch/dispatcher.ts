@@ -499,7 +499,10 @@ export class Dispatcher {
       // the record moves only a recipient this node still holds, so it goes on there rather
       // than leave the recipient with some of its parts taken.
       if (carrier.record === undefined && !this.leases.stillHeld('message_recipients', recipient.id)) return CLAIM_LAPSED
-      const result = await carrier.submit(part)
+      // Asked again by an adapter that holds the part before it leaves, or sends it again.
+      const stillOurs = () => this.leases.stillHeld('message_recipients', recipient.id)
+      const result = await carrier.submit(carrier.record === undefined ? { ...part, stillOurs } : part)
+      if (!result.ok && result.lapsed) return CLAIM_LAPSED
       // The slot is freed once the part is recorded: a crash leaves only the window in doubt.
       if (result.ok && carrier.record === undefined) {
         await this.journal.record({ carrier: carrier.name, connection: carrier.connection, carrierMessageId: result.carrierMessageId, recipientId: recipient.id, sequence })
