@@ -43,6 +43,9 @@ export type SubmitResult =
   /** Not sent: OutgoingPart.stillOurs said no when it was about to leave. */
   | { ok: false; error: string; lapsed: true; refusedBy?: never }
 
+/** What an adapter answers for a part OutgoingPart.stillOurs said no for. */
+export const LAPSED: SubmitResult = { ok: false, lapsed: true, error: 'not sent: the claim on its recipient ran short before it left' }
+
 /** What a connection is doing now, as operators see it in GET /admin/carriers and metrics. */
 export interface CarrierState {
   status: 'up' | 'connecting' | 'down' | 'disabled'

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import smpp from 'smpp'
 import { systemClock, type Clock } from '../../../platform/clock.js'
-import type { Carrier, CarrierHandlers, CarrierState, OutgoingPart, SubmitResult } from './carrier.js'
+import { LAPSED, type Carrier, type CarrierHandlers, type CarrierState, type OutgoingPart, type SubmitResult } from './carrier.js'
 import { MinuteCounter } from './minute-counter.js'
 import { AwaitedReceipts } from './smpp-awaited-receipts.js'
 import { CARRIER_FAULT_STATUSES, describeStatus, parseSmppUrl, RETRYABLE_STATUSES, STATUS, toSubmitSm, type RetryableStatus } from './smpp-codec.js'
@@ -368,7 +368,7 @@ export class SmppCarrier implements Carrier {
       // while the part waited, or between its send and a resend after a dropped link):
       // that node sends it, so this one does not, nor again.
       if (entry.part.stillOurs?.() === false) {
-        entry.resolve({ ok: false, lapsed: true, error: 'not sent: the claim on its recipient ran short before it left' })
+        entry.resolve(LAPSED)
         continue
       }
       const pdu = new smpp.PDU('submit_sm', entry.fields)

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { Agent, request, type Dispatcher } from 'undici'
 import { systemClock, type Clock } from '../../../platform/clock.js'
-import type { Carrier, CarrierHandlers, CarrierState, OutgoingPart, SubmitResult } from './carrier.js'
+import { LAPSED, type Carrier, type CarrierHandlers, type CarrierState, type OutgoingPart, type SubmitResult } from './carrier.js'
 import { isValidTwilioSignature } from './twilio-signature.js'
 
 export interface TwilioCarrierOptions {
@@ -255,7 +255,7 @@ export class TwilioCarrier implements Carrier {
       await this.throttleLifted()
       if (this.status === 'down') return { ok: false, refusedBy: 'carrier', error: `carrier down: ${this.lastError}` }
       // A throttling pause may outlast this node's claim on the recipient: then it is not sent.
-      if (part.stillOurs?.() === false) return { ok: false, lapsed: true, error: 'not sent: the claim on its recipient ran short before it left' }
+      if (part.stillOurs?.() === false) return LAPSED
       const answer = await this.call('POST', this.messagesUrl, form, this.stopForced.signal)
       if (answer.kind === 'unanswered') {
         this.logger.warn({ partId: part.partId, err: answer.error }, 'Twilio submit failed; the part goes to the next carrier')

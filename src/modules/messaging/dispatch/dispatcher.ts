@@ -497,14 +497,16 @@ export class Dispatcher {
       // happened, else both would hand it over. It goes back to the queue instead. A carrier
       // in the store (a simulator) is exempt: what it took counts only once recorded, and
       // the record moves only a recipient this node still holds, so it goes on there rather
-      // than leave the recipient with some of its parts taken.
-      if (carrier.record === undefined && !this.leases.stillHeld('message_recipients', recipient.id)) return CLAIM_LAPSED
-      // Asked again by an adapter that holds the part before it leaves, or sends it again.
+      // than leave the recipient with some of its parts taken. An adapter that holds the
+      // part (for its window, a rebind) asks the same again before it leaves, and before
+      // any resend.
       const stillOurs = () => this.leases.stillHeld('message_recipients', recipient.id)
-      const result = await carrier.submit(carrier.record === undefined ? { ...part, stillOurs } : part)
+      const outsideStore = carrier.record === undefined
+      if (outsideStore && !stillOurs()) return CLAIM_LAPSED
+      const result = await carrier.submit(outsideStore ? { ...part, stillOurs } : part)
       if (!result.ok && result.lapsed) return CLAIM_LAPSED
       // The slot is freed once the part is recorded: a crash leaves only the window in doubt.
-      if (result.ok && carrier.record === undefined) {
+      if (result.ok && outsideStore) {
         await this.journal.record({ carrier: carrier.name, connection: carrier.connection, carrierMessageId: result.carrierMessageId, recipientId: recipient.id, sequence })
       }
       return result

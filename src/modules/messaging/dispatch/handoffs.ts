@@ -174,12 +174,12 @@ function countedAs(message: MessageInfo, recipient: ClaimedRecipient, carrier: s
   return { accountId: recipient.accountId, carrier, at, ...(error === undefined ? {} : { failure: { error, phoneNumber: recipient.phoneNumber } }) }
 }
 
-/** Moves recipients this node holds out of the queue; answers which ones moved. */
+/** Moves recipients this node holds out of the queue, or back into it (changes.due_at); answers which ones moved. */
 async function moveRecipients(
   trx: Transaction<DB>,
   nodeId: string,
   ids: readonly number[],
-  changes: { status: 'sent'; sent_at: string } | { status: 'failed'; failed_at: string; error: string },
+  changes: { status: 'sent'; sent_at: string } | { status: 'failed'; failed_at: string; error: string } | { due_at: string },
   perRecipient?: { carrier_message_id: ReadonlyMap<number, string | null>; carrier: ReadonlyMap<number, string | null> },
 ): Promise<Set<number>> {
   const moved = new Set<number>()
@@ -215,17 +215,7 @@ async function requeue(trx: Transaction<DB>, nodeId: string, retries: readonly H
     byTime.set(at, [...(byTime.get(at) ?? []), h.recipient.id])
   }
   for (const [dueAt, ids] of byTime) {
-    for (let start = 0; start < ids.length; start += IDS_PER_STATEMENT) {
-      const rows = await trx
-        .updateTable('message_recipients')
-        .set({ due_at: dueAt, ...Leases.released() })
-        .where('id', 'in', ids.slice(start, start + IDS_PER_STATEMENT))
-        .where('status', '=', 'queued')
-        .where('lease_owner', '=', nodeId)
-        .returning('id')
-        .execute()
-      for (const row of rows) requeued.add(Number(row.id))
-    }
+    for (const id of await moveRecipients(trx, nodeId, ids, { due_at: dueAt })) requeued.add(id)
   }
   return requeued
 }
