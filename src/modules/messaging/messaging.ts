@@ -180,7 +180,7 @@ export class Messaging implements AppModule {
       batchDelayMs: 5,
       // On SQLite a transaction holds the one write lock that requests' writes wait for: smaller ones.
       perTransaction: store.dialect.rowLocks ? 1000 : 300,
-    }, store.runOnWriter)
+    })
     this.links = new LinkResolver(store.db, DEFAULT_LINK_CACHE)
     this.clicks = new ClickRecorder(store.background, store.dialect, demand, logger.child({ component: 'link-clicks' }), DEFAULT_CLICK_RECORDER)
     this.receiptTimeouts = new ReceiptTimeouts(this.background, logger.child({ component: 'receipt-timeouts' }), {

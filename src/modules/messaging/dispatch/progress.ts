@@ -91,9 +91,9 @@ export class ProgressBatch {
   /**
    * Writes the counters, the events, the rollups, and completes broadcasts whose every
    * recipient is final. All but the completion are written ahead (writeAhead): on SQLite's
-   * writer thread they and the commit run in one go. Answers whether it wrote events.
+   * writer thread they and the commit run in one go.
    */
-  async write(trx: Transaction<DB>, at: Date): Promise<boolean> {
+  async write(trx: Transaction<DB>, at: Date): Promise<void> {
     const changes = [...this.counters].filter(([, c]) => c.sent !== 0 || c.delivered !== 0 || c.failed !== 0 || c.receiptTimeouts !== 0)
     await addToCounters(trx, this.dialect, changes)
     // Only a recipient's final move (delivered, failed, settled) can complete its broadcast:
@@ -103,12 +103,11 @@ export class ProgressBatch {
       const known = this.settled.get(messageId)
       return this.broadcastMessages.has(messageId) && settledNow !== 0 && (known === undefined || known.before + settledNow >= known.recipients)
     })
-    const completed = final.length > 0 ? await completeBroadcasts(trx, final.map(([messageId]) => messageId), at) : 0
+    if (final.length > 0) await completeBroadcasts(trx, final.map(([messageId]) => messageId), at)
     await emitMany(trx, this.events, { ahead: true })
     // Last: every batch of an account adds to the same few rows, whose locks (PostgreSQL)
     // are then held only until the commit.
     await this.stats.write(trx)
-    return completed > 0 || this.events.length > 0
   }
 }
 
@@ -156,11 +155,8 @@ async function addToCounters(trx: Transaction<DB>, dialect: Dialect, changes: [s
   )
 }
 
-/**
- * A broadcast is completed when every recipient of its message is delivered, failed, or
- * settled without a receipt. Answers how many it completed.
- */
-export async function completeBroadcasts(trx: Transaction<DB>, messageIds: string[], at: Date): Promise<number> {
+/** A broadcast is completed when every recipient of its message is delivered, failed, or settled without a receipt. */
+export async function completeBroadcasts(trx: Transaction<DB>, messageIds: string[], at: Date): Promise<void> {
   const completed = await trx
     .updateTable('broadcasts')
     .set({ status: 'completed', completed_at: at.toISOString(), updated_at: at.toISOString() })
@@ -179,5 +175,4 @@ export async function completeBroadcasts(trx: Transaction<DB>, messageIds: strin
     .returning(['id', 'account_id', 'name', 'status'])
     .execute()
   await emitMany(trx, completed.map((b) => campaignEvent('CampaignUpdated', b.account_id, b, at)), { ahead: true })
-  return completed.length
 }
