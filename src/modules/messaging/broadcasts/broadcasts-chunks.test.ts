@@ -1,6 +1,6 @@
 /**
  * A broadcast's recipients are queued in chunks of contacts, each twice the one before up
- * to a largest size (SQLite: 2,000 growing to 8,000; PostgreSQL: 5,000 growing to
+ * to a largest size (SQLite: 2,000 growing to 4,000; PostgreSQL: 5,000 growing to
  * 100,000). Here the chunks are tiny, so a small audience crosses many chunk boundaries
  * and every size in between.
  */
