@@ -1,5 +1,5 @@
 import { mkdtempSync } from 'node:fs'
-import { threadId, type Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import SQLite from '../../src/platform/db/sqlite-binding.js'
@@ -233,62 +233,5 @@ describe('SQLite store: the background connection (writer thread)', () => {
     await Promise.all([holder, ...waiting])
     expect(order).toEqual(['ahead', 'ahead too', 'first waiting', 'second waiting'])
     expect(await names(store.db as unknown as Kysely<any>)).toEqual(['holder', 'ahead', 'ahead too', 'first waiting', 'second waiting'])
-  })
-
-  describe('writer tasks', () => {
-    const TASK = new URL('../support/writer-task.ts', import.meta.url).href
-    type Output = { count: number; threadId: number }
-
-    it('runs a task whole on the writer thread, in a transaction of its own there, and answers its output', async () => {
-      const { store } = await storeWithItems()
-      const output = (await store.runOnWriter!(TASK, { names: ['a', 'b'] })) as Output
-      expect(output.count).toBe(2)
-      expect(output.threadId).not.toBe(threadId)
-      expect(await names(store.db as unknown as Kysely<any>)).toEqual(['a', 'b'])
-      // The same thread as the background connection's statements: a task and they take turns on one connection.
-      expect(((await store.runOnWriter!(TASK, { names: ['c'] })) as Output).threadId).toBe(output.threadId)
-    })
-
-    it('fails with the task, rolls its transaction back, and goes on serving statements and tasks', async () => {
-      const { store } = await storeWithItems()
-      await expect(store.runOnWriter!(TASK, { names: ['x'], fail: 'throw' })).rejects.toThrow('the task changed its mind')
-      await expect(store.runOnWriter!(TASK, { names: ['y'], fail: 'duplicate' })).rejects.toMatchObject({
-        code: 'SQLITE_CONSTRAINT_UNIQUE',
-        message: expect.stringContaining('UNIQUE constraint failed: items.name'),
-      })
-      await (store.background as unknown as Kysely<any>).insertInto('items').values({ name: 'after' }).execute()
-      expect(((await store.runOnWriter!(TASK, { names: ['z'] })) as Output).count).toBe(2)
-      expect(await names(store.db as unknown as Kysely<any>)).toEqual(['after', 'z'])
-    })
-
-    it('waits for the transaction holding the background connection, and what comes after waits for it', async () => {
-      const { store } = await storeWithItems()
-      const background = store.background as unknown as Kysely<any>
-      let release!: () => void
-      const held = new Promise<void>((resolve) => (release = resolve))
-      const order: string[] = []
-      const holder = background.transaction().execute(async (trx) => {
-        await trx.insertInto('items').values({ name: 'holder' }).execute()
-        await held
-        order.push('holder')
-      })
-      await expect.poll(() => store.waits.busy()).toBe(1)
-      const task = store.runOnWriter!(TASK, { names: ['task'] }).then((output) => {
-        order.push('task')
-        return output as Output
-      })
-      const after = background.insertInto('items').values({ name: 'after' }).execute().then(() => void order.push('after'))
-      await expect.poll(() => store.waits.waiting()).toBe(2)
-      release()
-      const [, output] = await Promise.all([holder, task, after])
-      expect(order).toEqual(['holder', 'task', 'after'])
-      expect(output.count).toBe(2)
-      expect(await names(store.db as unknown as Kysely<any>)).toEqual(['holder', 'task', 'after'])
-    })
-
-    it('is absent where there is no writer thread: a store in memory', async () => {
-      store = openStore({ kind: 'sqlite', path: ':memory:' })
-      expect(store.runOnWriter).toBeUndefined()
-    })
   })
 })

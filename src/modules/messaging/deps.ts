@@ -12,8 +12,6 @@ export interface MessagingDeps {
   clock: Clock
   /** Long read-only queries, kept off the request path's connection on SQLite. */
   readLong<T>(query: Compilable<T>): Promise<T[]>
-  /** SQLite in a file: runs a writer task whole on the writer thread (Store.runOnWriter); absent elsewhere. */
-  runOnWriter?: (module: string, input: unknown) => Promise<unknown>
   /**
    * Wakes the dispatcher after new recipients are queued: single sends and replies
    * ('priority'), or a broadcast's ('broadcast'), which it looks up among those waiting.

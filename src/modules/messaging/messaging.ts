@@ -133,7 +133,7 @@ export class Messaging implements AppModule {
       publicUrl: options.publicUrl,
       broadcastControlled: (broadcastId) => this.dispatcher.broadcastControlled(broadcastId),
     }
-    this.background = { ...this.deps, db: store.background, ...(store.runOnWriter ? { runOnWriter: store.runOnWriter } : {}) }
+    this.background = { ...this.deps, db: store.background }
     this.broadcastQueue = new BroadcastQueue(this.background, leases, logger.child({ component: 'broadcast-queue' }), options.broadcastQueue ?? DEFAULT_BROADCAST_QUEUE)
     const simulator = (name: 'simulator' | 'sandbox') =>
       new SimulatorCarrier(name, store.background, clock, logger.child({ carrier: name }), {

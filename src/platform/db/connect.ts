@@ -45,13 +45,6 @@ export interface Store {
    * PostgreSQL, and for an in-memory SQLite database, the same as `db`.
    */
   background: Kysely<DB>
-  /**
-   * On SQLite in a file: runs a writer task (sqlite-writer-task.ts), given by its module's
-   * URL, whole on the writer thread, in turn with `background`'s queries and transactions,
-   * and answers its output. Absent elsewhere (PostgreSQL, a store in memory), where the same
-   * work runs on `background`.
-   */
-  runOnWriter?: (module: string, input: unknown) => Promise<unknown>
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>
   /** Queries waiting for a connection or the reader thread (metrics). */
@@ -206,7 +199,6 @@ function openSqlite(path: string, functionModules: readonly string[]): Store {
     db,
     dialect: sqliteDialect,
     background,
-    ...(writer ? { runOnWriter: (module: string, input: unknown) => writer.runTask(module, input) } : {}),
     waits,
     readLong: async <T>(query: Compilable<T>) => {
       const compiled = query.compile()

@@ -19,7 +19,7 @@ import type { WriterReply, WriterRequest, WriterTarget } from './sqlite-writer-p
 import type { WriterThreadData } from './sqlite-writer.js'
 import { isWrittenAhead } from './write-ahead.js'
 
-type Answer = Exclude<WriterReply, { type: 'closed' } | { type: 'done' }>
+type Answer = Exclude<WriterReply, { type: 'closed' }>
 
 /**
  * The main thread's side of sqlite-writer.ts: statements sent to the thread in turn, and
@@ -54,16 +54,7 @@ export class SqliteWriter {
     if (this.closed) return Promise.reject(new Error('the SQLite writer is closed'))
     const worker = this.thread()
     if (on !== undefined && on !== this.generation) return Promise.reject(new Error('the SQLite writer thread stopped during the transaction; it was rolled back'))
-    return worker.request({ type: 'run', id: 0, sql, parameters, begin, ahead }) as Promise<Answer>
-  }
-
-  /** Runs a writer task (sqlite-writer-task.ts) on the thread and answers its output; it fails with the task. */
-  async task(module: string, input: unknown): Promise<unknown> {
-    if (this.closed) throw new Error('the SQLite writer is closed')
-    const answer = await this.thread().request({ type: 'task', id: 0, module, input })
-    if (answer.type === 'failed') throw failed(answer)
-    if (answer.type !== 'done') throw new Error(`the SQLite writer thread answered a task with ${answer.type}`)
-    return answer.output
+    return worker.request({ type: 'run', id: 0, sql, parameters, begin, ahead })
   }
 
   /** Closes the thread's connection once the statements sent before are done. */
@@ -117,21 +108,6 @@ export class SqliteWriterDialect implements Dialect {
   /** Queries and transactions waiting for the connection now (metrics). */
   get waiting(): number {
     return this.driver?.waiting ?? 0
-  }
-
-  /**
-   * Runs a writer task on the thread (sqlite-writer-task.ts), taking the connection as a
-   * transaction does: in turn with the queries and transactions sent from here.
-   */
-  async runTask(module: string, input: unknown): Promise<unknown> {
-    const driver = this.driver
-    if (!driver) throw new Error('the SQLite writer dialect has no driver yet')
-    await driver.acquireConnection()
-    try {
-      return await this.writer.task(module, input)
-    } finally {
-      await driver.releaseConnection()
-    }
   }
 
   /** 1 while one holds the connection, else 0 (metrics). */

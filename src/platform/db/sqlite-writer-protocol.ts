@@ -13,21 +13,11 @@ export interface WriterTarget {
  * before it (writeAhead): if it fails, the thread refuses the transaction's later
  * statements and rolls it back at its `commit` or `rollback`.
  */
-export type WriterRequest =
-  | { type: 'run'; id: number; sql: string; parameters: readonly unknown[]; begin: boolean; ahead: boolean }
-  | { type: 'task'; id: number; module: string; input: unknown }
-  | { type: 'close' }
-
-/**
- * A writer task (WriterTask, sqlite-writer-task.ts): the module at the URL `module` is run
- * with `input` on the thread's connection, whole, and answers `done` with its output.
- */
-export type WriterTaskRequest = Extract<WriterRequest, { type: 'task' }>
+export type WriterRequest = { type: 'run'; id: number; sql: string; parameters: readonly unknown[]; begin: boolean; ahead: boolean } | { type: 'close' }
 
 /** The outcome of a statement, and whether a transaction is open on the connection after it. */
 export type WriterReply =
   | { type: 'rows'; id: number; rows: unknown[]; inTransaction: boolean }
   | { type: 'changed'; id: number; changes: number | bigint; lastInsertRowid: number | bigint; inTransaction: boolean }
   | { type: 'failed'; id: number; message: string; code: string | undefined; inTransaction: boolean }
-  | { type: 'done'; id: number; output: unknown; inTransaction: boolean }
   | { type: 'closed' }

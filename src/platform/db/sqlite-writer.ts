@@ -15,15 +15,11 @@
  * lock, not one per round trip to the main thread. Nothing the client sent after such a
  * write that failed may commit: the thread refuses every later statement of the
  * transaction with that write's error, and its `commit` rolls it back.
- *
- * A writer task (sqlite-writer-task.ts) runs whole here, read, decision and writes: what
- * the client sends meanwhile waits for it to end.
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import { importSqliteFunctions, openSecondarySqlite } from './connect.js'
 import { announceRelease, standBackForWaiters } from './sqlite-lock-signals.js'
-import type { WriterReply, WriterRequest, WriterTarget, WriterTaskRequest } from './sqlite-writer-protocol.js'
-import { writerTaskDatabase, type WriterTaskModule } from './sqlite-writer-task.js'
+import type { WriterReply, WriterRequest, WriterTarget } from './sqlite-writer-protocol.js'
 
 /** workerData: the connection's target and the SQLite function modules it registers. */
 export type WriterThreadData = WriterTarget & { functionModules: readonly string[] }
@@ -34,53 +30,14 @@ const database = openSecondarySqlite(path, await importSqliteFunctions(functionM
 const signals = new Int32Array(lockSignals)
 const port = parentPort!
 
-const taskDb = writerTaskDatabase(database, signals)
-const taskModules = new Map<string, Promise<WriterTaskModule>>()
-/** What arrived while a task runs, to handle in order once it has ended. */
-let waitingForTask: WriterRequest[] | undefined
-
 port.on('message', (request: WriterRequest) => {
-  if (waitingForTask) waitingForTask.push(request)
-  else handle(request)
-})
-
-function handle(request: WriterRequest): void {
   if (request.type === 'close') {
     database.close()
     port.postMessage({ type: 'closed' } satisfies WriterReply)
     return
   }
-  if (request.type === 'run') {
-    run(request)
-    return
-  }
-  waitingForTask = []
-  void runTask(request).finally(() => {
-    const later = waitingForTask!
-    waitingForTask = undefined
-    // A task among them holds the rest back again.
-    for (const next of later) {
-      const held = waitingForTask as WriterRequest[] | undefined
-      if (held) held.push(next)
-      else handle(next)
-    }
-  })
-}
-
-async function runTask({ id, module, input }: WriterTaskRequest): Promise<void> {
-  try {
-    // The client takes the connection for a task: no transaction of its own is open here.
-    if (refused !== undefined || database.inTransaction) throw new Error('a writer task cannot run inside a transaction')
-    let loading = taskModules.get(module)
-    if (!loading) taskModules.set(module, (loading = import(module) as Promise<WriterTaskModule>))
-    const output = await (await loading).runWriterTask(taskDb, input)
-    port.postMessage({ type: 'done', id, output, inTransaction: database.inTransaction } satisfies WriterReply)
-  } catch (err) {
-    const code = err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : undefined
-    const message = err instanceof Error ? err.message : String(err)
-    port.postMessage({ type: 'failed', id, message, code, inTransaction: database.inTransaction } satisfies WriterReply)
-  }
-}
+  run(request)
+})
 
 const BEGIN = 'begin immediate'
 
