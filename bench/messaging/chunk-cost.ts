@@ -17,8 +17,7 @@ import { Kysely, SqliteDialect } from 'kysely'
 import { v7 } from 'uuid'
 import SQLite from '../../src/platform/db/sqlite-binding.js'
 import { sqliteDialect } from '../../src/platform/db/dialect.js'
-import { compileRuleSet } from '../../src/modules/audience/segments/sql.js'
-import type { Rule } from '../../src/modules/audience/segments/rules.js'
+import { compileRuleSet, type Rule } from '../../src/modules/audience/index.js'
 import { SEGMENT } from './contacts.js'
 
 const { values: flags } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, contacts: { type: 'string', default: '1000000' } } })
