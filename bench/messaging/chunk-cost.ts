@@ -14,11 +14,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Kysely, SqliteDialect } from 'kysely'
-import { v7 } from 'uuid'
 import SQLite from '../../src/platform/db/sqlite-binding.js'
 import { sqliteDialect } from '../../src/platform/db/dialect.js'
 import { compileRuleSet, type Rule } from '../../src/modules/audience/index.js'
 import { SEGMENT } from './contacts.js'
+import { FLOOR_AUDIENCE, floorInsertSql, floorSqlite, openForFloor } from './floor.js'
 
 const { values: flags } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, contacts: { type: 'string', default: '1000000' } } })
 const rounds = Number(flags.rounds)
@@ -31,43 +31,29 @@ if (!store) throw new Error(`no prepared store of ${flags.contacts} contacts in 
 const { senderAccountId: account } = JSON.parse(readFileSync(store.replace(/\.db$/, '.json'), 'utf8')) as { senderAccountId: string }
 
 // The floor's predicate (floor.ts), and the segment's rules as the server compiles them.
-const HAND_WRITTEN = `cast(json_extract(attributes, '$.age') as integer) > 17`
 const compiled = new Kysely<any>({ dialect: new SqliteDialect({ database: new SQLite(':memory:') }) })
   .selectFrom('contacts')
   .select('id')
   .where(compileRuleSet(sqliteDialect, { operator: SEGMENT.rulesOperator, rules: SEGMENT.rules as Rule[] }))
   .compile()
 const SERVER = { sql: compiled.sql.slice(compiled.sql.indexOf(' where ') + ' where '.length), parameters: compiled.parameters }
+const RECIPIENTS = floorInsertSql()
 
-const MESSAGE_COLUMNS = 'id, account_id, kind, broadcast_id, content, sender_id, encoding, segments, sandbox, recipients, credits_used, scheduled_at, created_at'
-const RECIPIENTS = `insert into message_recipients (message_id, account_id, phone_number, status, due_at, lane)
-  select ?, account_id, phone_number, 'queued', ?, 1 from contacts where account_id = ? and opted_out = 0 and ${HAND_WRITTEN}`
-
-/** A copy of the store with the connection settings the server and the floor use, and a message to queue for. */
+/** A copy of the store: its path, and how to remove it. */
 function copy() {
   const dir = mkdtempSync(join(tmpdir(), 'chunk-cost-'))
   const path = join(dir, 'store.db')
   copyFileSync(store!, path)
-  const db = new SQLite(path)
-  db.pragma('journal_mode = WAL')
-  db.pragma('synchronous = NORMAL')
-  db.pragma('foreign_keys = ON')
-  db.pragma('cache_size = -65536')
-  const now = new Date().toISOString()
-  const messageId = v7()
-  db.prepare(`insert into messages (${MESSAGE_COLUMNS}) values (?, ?, 'broadcast', null, 'chunks', 'Bench', 'GSM-7', 1, 0, 0, 0, null, ?)`).run(messageId, account, now)
-  return { db, head: [messageId, now, account], close: () => (db.close(), rmSync(dir, { recursive: true, force: true })) }
+  return { path, remove: () => rmSync(dir, { recursive: true, force: true }) }
 }
 
 function floor(): number {
-  const { db, head, close } = copy()
-  const started = performance.now()
-  db.exec('begin immediate')
-  db.prepare(RECIPIENTS).run(...head)
-  db.exec('commit')
-  const seconds = (performance.now() - started) / 1000
-  close()
-  return seconds
+  const { path, remove } = copy()
+  try {
+    return floorSqlite(path, account).seconds
+  } finally {
+    remove()
+  }
 }
 
 interface Chunked {
@@ -79,7 +65,8 @@ interface Chunked {
 
 /** The walk of broadcasts/queue.ts with the floor's predicate: chunks of `first` contacts doubling up to `largest`. */
 function chunked(first: number, largest: number, oneTransaction: boolean): Chunked {
-  const { db, head, close } = copy()
+  const { path, remove } = copy()
+  const { db, head } = openForFloor(path, account)
   const lastOf = db.prepare(`select created_at, id from contacts where account_id = ? and (created_at, id) > (?, ?) order by created_at, id limit 1 offset ?`)
   const upTo = db.prepare(`${RECIPIENTS} and (created_at, id) > (?, ?) and (created_at, id) <= (?, ?)`)
   const rest = db.prepare(`${RECIPIENTS} and (created_at, id) > (?, ?)`)
@@ -105,7 +92,8 @@ function chunked(first: number, largest: number, oneTransaction: boolean): Chunk
   }
   if (oneTransaction) db.exec('commit')
   const seconds = (performance.now() - started) / 1000
-  close()
+  db.close()
+  remove()
   return { seconds, ...spent }
 }
 
@@ -130,5 +118,5 @@ for (let round = 1; round <= rounds; round++) {
   console.log(show('chunks of 2,000 to 4,000, a transaction each (the server)', chunked(2_000, 4_000, false)))
   console.log(show('the same chunks in one transaction', chunked(2_000, 4_000, true)))
   console.log(show('chunks of 8,000, a transaction each', chunked(8_000, 8_000, false)))
-  console.log(`  the audience count: the floor's predicate ${s(count(HAND_WRITTEN, []))}, the segment's rules as compiled ${s(count(SERVER.sql, SERVER.parameters))}`)
+  console.log(`  the audience count: the floor's predicate ${s(count(FLOOR_AUDIENCE, []))}, the segment's rules as compiled ${s(count(SERVER.sql, SERVER.parameters))}`)
 }

@@ -28,23 +28,39 @@ function priced(price: string | undefined): { column: string; value: string } {
   return price === undefined || /^[0-9]+$/.test(price) ? { column: '', value: '' } : { column: ', price', value: `, ${price}` }
 }
 
-export function floorSqlite(path: string, accountId: string, price?: string): FloorResult {
-  const db = new SQLite(path)
-  try {
-    db.pragma('journal_mode = WAL')
-    db.pragma('synchronous = NORMAL')
-    db.pragma('foreign_keys = ON')
-    db.pragma('cache_size = -65536')
-    const now = new Date().toISOString()
-    const messageId = v7()
-    db.prepare(`insert into messages (${MESSAGE_COLUMNS}) values (?, ?, 'broadcast', null, 'floor', 'Bench', 'GSM-7', 1, 0, 0, 0, null, ?)`).run(messageId, accountId, now)
-    const { column, value } = priced(price)
-    const insert = db.prepare(`insert into message_recipients (message_id, account_id, phone_number, status, due_at${column})
+/** The floor's audience, written by hand: the contacts whose `age` attribute is over 17. */
+export const FLOOR_AUDIENCE = `cast(json_extract(attributes, '$.age') as integer) > 17`
+
+/** The floor's INSERT … SELECT: parameters message id, due time, account id; `column` and `value` from priced(). */
+export function floorInsertSql({ column, value } = { column: '', value: '' }): string {
+  return `insert into message_recipients (message_id, account_id, phone_number, status, due_at${column})
       select ?, account_id, phone_number, 'queued', ?${value} from contacts
-      where account_id = ? and opted_out = 0 and cast(json_extract(attributes, '$.age') as integer) > 17`)
+      where account_id = ? and opted_out = 0 and ${FLOOR_AUDIENCE}`
+}
+
+/**
+ * Opens a copy of the store with the server's connection settings and writes the message
+ * the recipients reference; answers the INSERT … SELECT's first parameters with it.
+ */
+export function openForFloor(path: string, accountId: string): { db: SQLite.Database; head: [messageId: string, dueAt: string, accountId: string] } {
+  const db = new SQLite(path)
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = NORMAL')
+  db.pragma('foreign_keys = ON')
+  db.pragma('cache_size = -65536')
+  const now = new Date().toISOString()
+  const messageId = v7()
+  db.prepare(`insert into messages (${MESSAGE_COLUMNS}) values (?, ?, 'broadcast', null, 'floor', 'Bench', 'GSM-7', 1, 0, 0, 0, null, ?)`).run(messageId, accountId, now)
+  return { db, head: [messageId, now, accountId] }
+}
+
+export function floorSqlite(path: string, accountId: string, price?: string): FloorResult {
+  const { db, head } = openForFloor(path, accountId)
+  try {
+    const insert = db.prepare(floorInsertSql(priced(price)))
     const started = performance.now()
     db.exec('begin')
-    const { changes } = insert.run(messageId, now, accountId)
+    const { changes } = insert.run(...head)
     db.exec('commit')
     return { seconds: (performance.now() - started) / 1000, rows: changes }
   } finally {
