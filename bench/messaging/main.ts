@@ -56,6 +56,9 @@
  *        --commit REV (build src/ of that commit, read with git archive)  --entry FILE (a compiled main.js as it is)
  *        --wait-quiet 60 --noise 50 (before each run, wait up to 60 s for a second with the machine under 50% of a core busy)
  *        --no-paced (skip the evenly paced repeat of (c))  --no-during (skip (e))  --refresh (prepare the store again)
+ *        --probes apart|inline (apart: (d) and (e) from a process of their own, probe-process.ts, so that
+ *          the bench's own polling and bookkeeping do not delay them; inline: from the bench's process)
+ *        --probe-priority N (apart only: the probe process's nice value, -20 to 19; below 0 needs root)
  *        --json FILE (every figure, and every probe of (d) with its time)
  *        --node-arg ARG (repeatable, for the server; e.g. --node-arg=--cpu-prof --node-arg=--cpu-prof-dir=DIR)
  *
@@ -78,6 +81,7 @@ import { int } from './format.js'
 import { report, summarize } from './report.js'
 import { MESSAGE_MODES, MESSAGES, type MessageMode } from './message.js'
 import { describeMessage, describeRoutes, expectedOf } from './routing.js'
+import type { ProbesWhere } from './probes-apart.js'
 import { oneRun, type RunResult, type RunSettings } from './run.js'
 import { preparePostgres, prepareSqlite } from './store.js'
 
@@ -109,6 +113,8 @@ const { flags } = parseFlags({
   noise: flag.number(50),
   'no-paced': flag.boolean(),
   'no-during': flag.boolean(),
+  probes: flag.string('apart'),
+  'probe-priority': flag.number(0),
 })
 
 const store = flags.store
@@ -137,6 +143,16 @@ const idleMs = (flags.idle || 0) * 1000
 const deliveryDelayMs = flags['delivery-delay']
 const maxWaitMs = positiveInteger('max-wait', flags['max-wait']) * 1000
 const during = !flags['no-during']
+const probes = flags.probes as ProbesWhere
+if (probes !== 'apart' && probes !== 'inline') {
+  console.error(`--probes must be apart or inline, got "${flags.probes}"`)
+  process.exit(2)
+}
+const probePriority = flags['probe-priority']
+if (!Number.isInteger(probePriority) || probePriority < -20 || probePriority > 19 || (probes === 'inline' && probePriority !== 0)) {
+  console.error(`--probe-priority must be a nice value from -20 to 19, and only with --probes apart, got ${flags['probe-priority']}`)
+  process.exit(2)
+}
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const settings: RunSettings = {
   store,
@@ -150,6 +166,8 @@ const settings: RunSettings = {
   deliveryDelayMs,
   maxWaitMs,
   during,
+  probes,
+  probePriority,
   paced: flags.paced && !flags['no-paced'],
   waitQuietS: flags['wait-quiet'] || 0,
   noise: flags.noise || 50,

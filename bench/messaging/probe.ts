@@ -1,4 +1,5 @@
 import { Agent, fetch, type RequestInit } from 'undici'
+import { benchPhoneNumber } from './contacts.js'
 
 /**
  * A client that waits as long as the server takes: a server that does not accept for
@@ -27,7 +28,7 @@ export interface ProbeStats {
   failed: number
 }
 
-export class Probe {
+export class Probe implements ProbeRecord {
   readonly samples: ProbeSample[] = []
   private readonly pending = new Set<Promise<void>>()
   private timer: NodeJS.Timeout | undefined
@@ -69,10 +70,21 @@ export class Probe {
 
   /** Requests sent in [from, to). */
   stats(from: number, to: number): ProbeStats {
-    const mine = this.samples.filter((s) => s.sentAt >= from && s.sentAt < to)
-    const ms = mine.map((s) => s.ms)
-    return { count: mine.length, p50: percentile(ms, 50), p99: percentile(ms, 99), max: ms.length === 0 ? Number.NaN : Math.max(...ms), failed: mine.filter((s) => s.status !== this.okStatus).length }
+    return statsOf(this.samples, from, to, this.okStatus)
   }
+}
+
+/** A probe's samples as they were taken, wherever: in this process or in probe-process.ts. */
+export interface ProbeRecord {
+  readonly samples: readonly ProbeSample[]
+  stats(from: number, to: number): ProbeStats
+}
+
+/** The samples sent in [from, to) (performance.now() of this process): latencies, and answers other than `okStatus`. */
+export function statsOf(samples: readonly ProbeSample[], from: number, to: number, okStatus: number): ProbeStats {
+  const mine = samples.filter((s) => s.sentAt >= from && s.sentAt < to)
+  const ms = mine.map((s) => s.ms)
+  return { count: mine.length, p50: percentile(ms, 50), p99: percentile(ms, 99), max: ms.length === 0 ? Number.NaN : Math.max(...ms), failed: mine.filter((s) => s.status !== okStatus).length }
 }
 
 /** Nearest-rank percentile. */
@@ -80,4 +92,22 @@ export function percentile(xs: number[], p: number): number {
   if (xs.length === 0) return Number.NaN
   const sorted = [...xs].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
+}
+
+/** One open-loop probe: a GET with the key, or (with `send`) a POST /v1/sms/send of one recipient, numbers counting up from `send.from`. */
+export interface ProbeSpec {
+  url: string
+  token: string
+  intervalMs: number
+  okStatus: number
+  send?: { from: number; content: string; senderId: string }
+}
+
+export function probeOf(spec: ProbeSpec): Probe {
+  const headers = { authorization: `Bearer ${spec.token}` }
+  if (!spec.send) return new Probe(spec.url, () => ({ headers }), spec.intervalMs, spec.okStatus)
+  const { from, content, senderId } = spec.send
+  let n = 0
+  const body = () => JSON.stringify({ recipients: [benchPhoneNumber(from + n++)], content, senderId })
+  return new Probe(spec.url, () => ({ method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: body() }), spec.intervalMs, spec.okStatus)
 }

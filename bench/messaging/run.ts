@@ -9,7 +9,8 @@ import { cpuBetween, cpuMark, stopCpuMarks, waitServerIdle, type CpuShare } from
 import { floorPostgres, floorSqlite, type FloorResult } from './floor.js'
 import { int, log, ms, sec, sleep } from './format.js'
 import { MESSAGES, type MessageMode, type TextTally } from './message.js'
-import { patientAgent, Probe, type ProbeStats } from './probe.js'
+import { patientAgent, Probe, type ProbeRecord, type ProbeSpec, type ProbeStats } from './probe.js'
+import { startProbes, type ProbesWhere } from './probes-apart.js'
 import { DEFAULT_CONNECTION, MIXED_CONNECTIONS, MIXED_ROUTES, priceSql, routesOf, type Expected } from './routing.js'
 import { JWT_SECRET, type PreparedStore, type StoreCopy } from './store.js'
 
@@ -29,6 +30,9 @@ export interface RunSettings {
   maxWaitMs: number
   /** (e) runs: not --no-during. */
   during: boolean
+  /** --probes: (d) and (e) from a process of their own (apart) or from the bench's (inline); --probe-priority: that process's nice value. */
+  probes: ProbesWhere
+  probePriority: number
   /** (c) is repeated evenly paced: --paced and not --no-paced. */
   paced: boolean
   /** Before each run, wait up to this many seconds for a second with the machine under `noise` % of a core busy. */
@@ -169,6 +173,8 @@ export interface RunResult {
   /** (e) the other account's paced sends during (a) and (b). */
   during?: { idle: ProbeStats; queue: ProbeStats; dispatch: ProbeStats; all: ProbeStats }
   timeline: { queuedS: number; handoffS: number; completionS: number; probes: [number, number, number][] }
+  /** Where (d) and (e) ran, and at what nice value when apart. */
+  probes: { where: ProbesWhere; priority?: number }
   cpu: { queue: CpuShare; dispatch: CpuShare; send: CpuShare; paced?: CpuShare }
   /** From the server's start to the end of (b). */
   stalls: LoopStallCounts
@@ -248,12 +254,10 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
     for (const deadline = performance.now() + 60_000; !(await segmentsCounted(copy)) && performance.now() < deadline; ) await sleep(250)
     await waitServerIdle(server, 30_000)
 
-    const probe = new Probe(`${server.url}/v1/account`, () => ({ headers: { authorization: `Bearer ${bystanderKey}` } }), intervalMs)
-    probe.start()
-    let bystanderSends = 0
-    const bystanderBody = () => JSON.stringify({ recipients: [benchPhoneNumber(60_000_000 + bystanderSends++)], content: 'Your code is 654321', senderId: 'Other' })
-    const duringSender = during ? new Probe(`${server.url}/v1/sms/send`, () => ({ method: 'POST', headers: { authorization: `Bearer ${bystanderKey}`, 'content-type': 'application/json' }, body: bystanderBody() }), 1000 / rate, 201) : undefined
-    duringSender?.start()
+    // (d), and (e) unless --no-during.
+    const specs: ProbeSpec[] = [{ url: `${server.url}/v1/account`, token: bystanderKey, intervalMs, okStatus: 200 }]
+    if (during) specs.push({ url: `${server.url}/v1/sms/send`, token: bystanderKey, intervalMs: 1000 / rate, okStatus: 201, send: { from: 60_000_000, content: 'Your code is 654321', senderId: 'Other' } })
+    const probes = await startProbes(specs, settings.probes, settings.probePriority)
     await sleep(idleMs)
 
     // (a) the send, until every recipient is queued: when the request queues them itself,
@@ -300,8 +304,7 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
     const cpu2 = await cpuMark(server, copy, settings.adminUrl)
     const stalls = await loopStalls(server)
     const dispatchEnd = Number.isNaN(completedAt) ? performance.now() : completedAt
-    await probe.stop()
-    await duringSender?.stop()
+    const [probe, duringSender] = (await probes.stop()) as [ProbeRecord, ProbeRecord | undefined]
     // What the broadcast cost and where its recipients went, before (c) sends anything more.
     const routesCheck = await checkRoutes(settings, server, copy, senderKey, broadcastId, { segments, balanceBefore, answerCredits: started.creditsUsed, finalCredits: last.creditsUsed })
     const queueS = (queuedAt - sendStart) / 1000
@@ -391,6 +394,7 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
         // Every probe: when it was sent (s from the send) and how long it took (ms).
         probes: probe.samples.map((p) => [Number(((p.sentAt - sendStart) / 1000).toFixed(3)), Number(p.ms.toFixed(1)), p.status]),
       },
+      probes: { where: settings.probes, ...(probes.priority === undefined ? {} : { priority: probes.priority }) },
       probe: {
         idle: probe.stats(0, sendStart),
         queue: probe.stats(sendStart, queuedAt),
