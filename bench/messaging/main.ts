@@ -59,6 +59,7 @@
  *        --probes apart|inline (apart: (d) and (e) from a process of their own, probe-process.ts, so that
  *          the bench's own polling and bookkeeping do not delay them; inline: from the bench's process)
  *        --probe-priority N (apart only: the probe process's nice value, -20 to 19; below 0 needs root)
+ *        --probe-liveness (beside (d), GET /healthz at the same interval: the server's answer without the store)
  *        --json FILE (every figure, and every probe of (d) with its time)
  *        --node-arg ARG (repeatable, for the server; e.g. --node-arg=--cpu-prof --node-arg=--cpu-prof-dir=DIR)
  *
@@ -115,6 +116,7 @@ const { flags } = parseFlags({
   'no-during': flag.boolean(),
   probes: flag.string('apart'),
   'probe-priority': flag.number(0),
+  'probe-liveness': flag.boolean(),
 })
 
 const store = flags.store
@@ -168,6 +170,7 @@ const settings: RunSettings = {
   during,
   probes,
   probePriority,
+  probeLiveness: flags['probe-liveness'],
   paced: flags.paced && !flags['no-paced'],
   waitQuietS: flags['wait-quiet'] || 0,
   noise: flags.noise || 50,

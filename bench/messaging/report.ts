@@ -32,6 +32,14 @@ export function report(label: string, r: RunResult, settings: RunSettings): void
   console.log(probeLine('during (a) and (b)', r.probe.all))
   const slices = Object.entries(r.stalls.slices).map(([work, c]) => `${work} ${int(c.over20ms)} of ${int(c.slices)}`).join(', ')
   console.log(`  event loop held over 20 ms ${int(r.stalls.stalls)} times from the server's start to completion; background slices under way then, by work: ${slices || 'none'}`)
+  console.log(`  event loop lag from the send to completion, of ${int(r.lag.samples)} samples (one per 20 ms): ${lagLine(r.lag)}`)
+  if (r.liveness) {
+    console.log(`  GET /healthz (no store, no key) beside (d), every ${intervalMs} ms:`)
+    console.log(probeLine(`before the send (${idleMs / 1000} s, idle)`, r.liveness.idle))
+    console.log(probeLine('during (a), send to all queued', r.liveness.queue))
+    console.log(probeLine('during (b), until completed', r.liveness.dispatch))
+    console.log(probeLine('during (a) and (b)', r.liveness.all))
+  }
   if (r.during) {
     console.log(`  (e) POST /v1/sms/send, another account, evenly paced at ${rate}/s (open loop):`)
     console.log(probeLine(`before the send (${idleMs / 1000} s, idle)`, r.during.idle))
@@ -86,4 +94,14 @@ export function summarize(results: RunResult[], runs: number, settings: RunSetti
     const duringP99 = m((r) => r.during!.all.p99)
     console.log(`  (e) POST /v1/sms/send (other account) at ${rate}/s during (a)+(b): p50 ${ms(m((r) => r.during!.all.p50))}, p99 ${ms(duringP99)}, max ${ms(m((r) => r.during!.all.max))}; during (a) alone p99 ${ms(m((r) => r.during!.queue.p99))}; idle p99 ${ms(m((r) => r.during!.idle.p99))}; target p99 < ${TARGET.p99Ms} ms: ${(duringP99 / TARGET.p99Ms).toFixed(2)} of it, ${verdict(duringP99 < TARGET.p99Ms)}`)
   }
+}
+
+/** The share of lag samples over each bound of event_loop_lag_seconds from 5 ms up. */
+function lagLine(lag: { upTo: Record<string, number>; samples: number }): string {
+  if (lag.samples === 0) return 'none (metrics off?)'
+  return Object.entries(lag.upTo)
+    .filter(([le]) => le !== '+Inf' && Number(le) >= 0.005)
+    .sort(([a], [b]) => Number(a) - Number(b))
+    .map(([le, n]) => `over ${Number(le) * 1000} ms ${((100 * (lag.samples - n)) / lag.samples).toFixed(1)}%`)
+    .join(', ')
 }

@@ -33,6 +33,8 @@ export interface RunSettings {
   /** --probes: (d) and (e) from a process of their own (apart) or from the bench's (inline); --probe-priority: that process's nice value. */
   probes: ProbesWhere
   probePriority: number
+  /** --probe-liveness: GET /healthz beside (d), at its interval: the server's answer without the store. */
+  probeLiveness: boolean
   /** (c) is repeated evenly paced: --paced and not --no-paced. */
   paced: boolean
   /** Before each run, wait up to this many seconds for a second with the machine under `noise` % of a core busy. */
@@ -162,6 +164,8 @@ export interface RoutesCheck {
 export interface LoopStallCounts {
   stalls: number
   slices: Record<string, { slices: number; over20ms: number }>
+  /** event_loop_lag_seconds: samples (one per 20 ms) at or under each bucket's bound in seconds ("+Inf": all). */
+  lag: Record<string, number>
 }
 
 export interface RunResult {
@@ -170,6 +174,8 @@ export interface RunResult {
   handoff: { seconds: number; afterQueuedSeconds: number; recipientsPerSecond: number; afterQueuedRecipientsPerSecond: number }
   completion: { seconds: number; recipientsPerSecond: number; completed: boolean; delivered: number; failed: number; sent: number }
   probe: { idle: ProbeStats; queue: ProbeStats; dispatch: ProbeStats; all: ProbeStats }
+  /** --probe-liveness: GET /healthz over the same spans as (d). */
+  liveness?: { idle: ProbeStats; queue: ProbeStats; dispatch: ProbeStats; all: ProbeStats }
   /** (e) the other account's paced sends during (a) and (b). */
   during?: { idle: ProbeStats; queue: ProbeStats; dispatch: ProbeStats; all: ProbeStats }
   timeline: { queuedS: number; handoffS: number; completionS: number; probes: [number, number, number][] }
@@ -178,6 +184,8 @@ export interface RunResult {
   cpu: { queue: CpuShare; dispatch: CpuShare; send: CpuShare; paced?: CpuShare }
   /** From the server's start to the end of (b). */
   stalls: LoopStallCounts
+  /** The event loop's lag samples from just before the send to the end of (b): at or under each bound (s), of all. */
+  lag: { upTo: Record<string, number>; samples: number }
   /** (c) evenly paced, open loop (--paced). */
   paced?: ProbeStats
   /** What the broadcast cost and where its recipients went, against routing.ts's expectation. */
@@ -257,12 +265,14 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
     // (d), and (e) unless --no-during.
     const specs: ProbeSpec[] = [{ url: `${server.url}/v1/account`, token: bystanderKey, intervalMs, okStatus: 200 }]
     if (during) specs.push({ url: `${server.url}/v1/sms/send`, token: bystanderKey, intervalMs: 1000 / rate, okStatus: 201, send: { from: 60_000_000, content: 'Your code is 654321', senderId: 'Other' } })
+    if (settings.probeLiveness) specs.push({ url: `${server.url}/healthz`, token: bystanderKey, intervalMs, okStatus: 200 })
     const probes = await startProbes(specs, settings.probes, settings.probePriority)
     await sleep(idleMs)
 
     // (a) the send, until every recipient is queued: when the request queues them itself,
     // the first look after its answer finds them all; when they are queued after the
     // answer, until the broadcast's message (GET /v1/sms) counts as many as the answer.
+    const lagBefore = (await loopStalls(server)).lag
     const cpu0 = await cpuMark(server, copy, settings.adminUrl)
     const sendStart = performance.now()
     const started = (await api(server, senderKey, 'POST', `/v1/broadcasts/${broadcastId}/send`, {}, 202)) as { status: string; recipients: number; creditsUsed: number }
@@ -304,10 +314,20 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
     const cpu2 = await cpuMark(server, copy, settings.adminUrl)
     const stalls = await loopStalls(server)
     const dispatchEnd = Number.isNaN(completedAt) ? performance.now() : completedAt
-    const [probe, duringSender] = (await probes.stop()) as [ProbeRecord, ProbeRecord | undefined]
+    const records = await probes.stop()
+    const probe = records[0]!
+    const duringSender = during ? records[1] : undefined
+    const liveness = settings.probeLiveness ? records.at(-1) : undefined
     // What the broadcast cost and where its recipients went, before (c) sends anything more.
     const routesCheck = await checkRoutes(settings, server, copy, senderKey, broadcastId, { segments, balanceBefore, answerCredits: started.creditsUsed, finalCredits: last.creditsUsed })
     const queueS = (queuedAt - sendStart) / 1000
+    // A probe's figures before the send, during (a), during (b), and over both.
+    const spans = (record: ProbeRecord) => ({
+      idle: record.stats(0, sendStart),
+      queue: record.stats(sendStart, queuedAt),
+      dispatch: record.stats(queuedAt, dispatchEnd),
+      all: record.stats(sendStart, dispatchEnd),
+    })
     const handoffS = (handoffAt - sendStart) / 1000
     const completionS = (dispatchEnd - sendStart) / 1000
     log(`  run ${run}: (a) all queued after ${sec(queueS)}; (b) every recipient handed over after ${sec(handoffS)}, ${Number.isNaN(completedAt) ? `NOT completed after ${sec(completionS)}` : `completed after ${sec(completionS)}`} (from the send)`)
@@ -395,23 +415,15 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
         probes: probe.samples.map((p) => [Number(((p.sentAt - sendStart) / 1000).toFixed(3)), Number(p.ms.toFixed(1)), p.status]),
       },
       probes: { where: settings.probes, ...(probes.priority === undefined ? {} : { priority: probes.priority }) },
-      probe: {
-        idle: probe.stats(0, sendStart),
-        queue: probe.stats(sendStart, queuedAt),
-        dispatch: probe.stats(queuedAt, dispatchEnd),
-        all: probe.stats(sendStart, dispatchEnd),
-      },
+      probe: spans(probe),
+      ...(liveness ? { liveness: spans(liveness) } : {}),
       ...(duringSender
         ? {
-            during: {
-              idle: duringSender.stats(0, sendStart),
-              queue: duringSender.stats(sendStart, queuedAt),
-              dispatch: duringSender.stats(queuedAt, dispatchEnd),
-              all: duringSender.stats(sendStart, dispatchEnd),
-            },
+            during: spans(duringSender),
           }
         : {}),
       stalls,
+      lag: lagBetween(lagBefore, stalls.lag),
       cpu: { queue: cpuBetween(cpu0, cpuQueued), dispatch: cpuBetween(cpuQueued, cpu2), send: cpuBetween(cpu3, cpu4), ...(cpuPaced ? { paced: cpuPaced } : {}) },
       ...(paced ? { paced } : {}),
       send: {
@@ -434,11 +446,18 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
   }
 }
 
+function lagBetween(before: Record<string, number>, after: Record<string, number>): RunResult['lag'] {
+  const upTo = Object.fromEntries(Object.entries(after).map(([le, n]) => [le, n - (before[le] ?? 0)]))
+  return { upTo, samples: upTo['+Inf'] ?? 0 }
+}
+
 /** The server's event-loop stalls over 20 ms since it started, and its background slices by work with those during which one happened (LoopStalls). */
 async function loopStalls(server: RunningServer): Promise<LoopStallCounts> {
   const text = await (await undiciFetch(`${server.url}/metrics`, { dispatcher: patientAgent })).text()
-  const counts: LoopStallCounts = { stalls: 0, slices: {} }
+  const counts: LoopStallCounts = { stalls: 0, slices: {}, lag: {} }
   for (const line of text.split('\n')) {
+    const lag = /^event_loop_lag_seconds_bucket\{le="([^"]+)"\} (\S+)/.exec(line)
+    if (lag) counts.lag[lag[1]!] = Number(lag[2])
     const stalls = /^event_loop_stalls_total (\S+)/.exec(line)
     if (stalls) counts.stalls = Number(stalls[1])
     const slice = /^background_slices(_over_20ms)?_total\{work="([^"]+)"\} (\S+)/.exec(line)
