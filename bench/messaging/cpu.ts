@@ -1,4 +1,5 @@
 /** CPU accounting of bench:messaging: the server, the run's PostgreSQL backends and everything else, from /proc. */
+import { readFileSync } from 'node:fs'
 import { machineCpuSeconds, processCpuSeconds, type RunningServer } from '../lib/server.js'
 import { sleep } from './format.js'
 import type { StoreCopy } from './store.js'
@@ -9,6 +10,18 @@ export interface CpuMark {
   postgres: number | undefined
   machine: { busy: number; total: number } | undefined
   self: NodeJS.CpuUsage
+  /** The server's main thread (the event loop): seconds on a core, and runnable but waiting for one, from the kernel's schedstat. */
+  mainThread: { running: number; waiting: number } | undefined
+}
+
+/** /proc/PID/task/PID/schedstat: nanoseconds on a core and waiting on a run queue, of the process's first thread. */
+function mainThreadSchedule(pid: number): CpuMark['mainThread'] {
+  try {
+    const [running, waiting] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').trim().split(/\s+/).map(Number)
+    return running === undefined || waiting === undefined ? undefined : { running: running / 1e9, waiting: waiting / 1e9 }
+  } catch {
+    return undefined
+  }
 }
 /**
  * CPU seconds used by the PostgreSQL backends connected to one database (the server's
@@ -65,7 +78,7 @@ export async function cpuMark(server: RunningServer, copy: StoreCopy, adminUrl: 
     await backends.start()
   }
   const postgres = backends ? await backends.seconds() : undefined
-  return { at: performance.now(), server: processCpuSeconds(server.pid), postgres, machine: machineCpuSeconds(), self: process.cpuUsage() }
+  return { at: performance.now(), server: processCpuSeconds(server.pid), postgres, machine: machineCpuSeconds(), self: process.cpuUsage(), mainThread: mainThreadSchedule(server.pid) }
 }
 export async function stopCpuMarks(): Promise<void> {
   await backends?.stop()
@@ -84,6 +97,9 @@ export function cpuBetween(a: CpuMark, b: CpuMark): CpuShare {
     server: server === undefined ? undefined : (server / wall) * 100,
     postgres: postgres === undefined ? undefined : (postgres / wall) * 100,
     other: machine === undefined || server === undefined ? undefined : Math.max(0, ((machine - server - (postgres ?? 0) - self) / wall) * 100),
+    ...(a.mainThread && b.mainThread
+      ? { mainRunning: ((b.mainThread.running - a.mainThread.running) / wall) * 100, mainWaiting: ((b.mainThread.waiting - a.mainThread.waiting) / wall) * 100 }
+      : {}),
   }
 }
 
@@ -106,4 +122,7 @@ export interface CpuShare {
   other: number | undefined
   serverSeconds: number | undefined
   postgresSeconds: number | undefined
+  /** The server's event-loop thread: percent of the time on a core, and runnable but waiting for a core. */
+  mainRunning?: number
+  mainWaiting?: number
 }
