@@ -1,5 +1,6 @@
 /** CPU accounting of bench:messaging: the server, the run's PostgreSQL backends and everything else, from /proc. */
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
+import { getPriority, setPriority } from 'node:os'
 import { machineCpuSeconds, processCpuSeconds, type RunningServer } from '../lib/server.js'
 import { sleep } from './format.js'
 import type { StoreCopy } from './store.js'
@@ -125,4 +126,14 @@ export interface CpuShare {
   /** The server's event-loop thread: percent of the time on a core, and runnable but waiting for a core. */
   mainRunning?: number
   mainWaiting?: number
+}
+
+/**
+ * Sets the nice value of every thread a process runs now (on Linux each thread has its
+ * own; the server's are all started once it is ready); below 0 needs root. Answers the
+ * main thread's value in force.
+ */
+export function renice(pid: number, nice: number): number {
+  for (const tid of readdirSync(`/proc/${pid}/task`)) setPriority(Number(tid), nice)
+  return getPriority(pid)
 }

@@ -60,6 +60,8 @@
  *          the bench's own polling and bookkeeping do not delay them; inline: from the bench's process)
  *        --probe-priority N (apart only: the probe process's nice value, -20 to 19; below 0 needs root)
  *        --probe-liveness (beside (d), GET /healthz at the same interval: the server's answer without the store)
+ *        --server-priority N (the server's threads' nice value once it is ready, -20 to 19; below 0 needs root:
+ *          on one machine with the store, whether the server's own work meets (d) and (e) when it gets a core first)
  *        --json FILE (every figure, and every probe of (d) with its time)
  *        --node-arg ARG (repeatable, for the server; e.g. --node-arg=--cpu-prof --node-arg=--cpu-prof-dir=DIR)
  *
@@ -117,6 +119,7 @@ const { flags } = parseFlags({
   probes: flag.string('apart'),
   'probe-priority': flag.number(0),
   'probe-liveness': flag.boolean(),
+  'server-priority': flag.number(0),
 })
 
 const store = flags.store
@@ -151,6 +154,10 @@ if (probes !== 'apart' && probes !== 'inline') {
   process.exit(2)
 }
 const probePriority = flags['probe-priority']
+if (!Number.isInteger(flags['server-priority']) || flags['server-priority'] < -20 || flags['server-priority'] > 19) {
+  console.error(`--server-priority must be a nice value from -20 to 19, got ${flags['server-priority']}`)
+  process.exit(2)
+}
 if (!Number.isInteger(probePriority) || probePriority < -20 || probePriority > 19 || (probes === 'inline' && probePriority !== 0)) {
   console.error(`--probe-priority must be a nice value from -20 to 19, and only with --probes apart, got ${flags['probe-priority']}`)
   process.exit(2)
@@ -171,6 +178,7 @@ const settings: RunSettings = {
   probes,
   probePriority,
   probeLiveness: flags['probe-liveness'],
+  serverPriority: flags['server-priority'],
   paced: flags.paced && !flags['no-paced'],
   waitQuietS: flags['wait-quiet'] || 0,
   noise: flags.noise || 50,

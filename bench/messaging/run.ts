@@ -5,7 +5,7 @@ import { waitQuiet } from '../lib/load.js'
 import { startServer, type RunningServer } from '../lib/server.js'
 import type { Build } from './build.js'
 import { benchPhoneNumber, SEGMENT, type RoutesMode } from './contacts.js'
-import { cpuBetween, cpuMark, stopCpuMarks, waitServerIdle, type CpuShare } from './cpu.js'
+import { cpuBetween, cpuMark, renice, stopCpuMarks, waitServerIdle, type CpuShare } from './cpu.js'
 import { floorPostgres, floorSqlite, type FloorResult } from './floor.js'
 import { int, log, ms, sec, sleep } from './format.js'
 import { MESSAGES, type MessageMode, type TextTally } from './message.js'
@@ -33,6 +33,8 @@ export interface RunSettings {
   /** --probes: (d) and (e) from a process of their own (apart) or from the bench's (inline); --probe-priority: that process's nice value. */
   probes: ProbesWhere
   probePriority: number
+  /** --server-priority: the server's nice value (every thread), 0 as started. */
+  serverPriority: number
   /** --probe-liveness: GET /healthz beside (d), at its interval: the server's answer without the store. */
   probeLiveness: boolean
   /** (c) is repeated evenly paced: --paced and not --no-paced. */
@@ -232,6 +234,7 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
     })
   const start = async (copy: StoreCopy) => {
     const server = await startBare(copy)
+    if (settings.serverPriority !== 0) log(`  the server's threads at nice ${renice(server.pid, settings.serverPriority)} (--server-priority)`)
     if (settings.routes === 'mixed') {
       try {
         await setUpRoutes(server, deliveryDelayMs)
