@@ -79,6 +79,32 @@ export interface StartOptions {
   /** Extra node flags, e.g. --cpu-prof. */
   nodeArgs?: string[]
   readyTimeoutMs?: number
+  /**
+   * Starts the server in a session of its own (setsid). With the kernel's autogroup
+   * scheduling (sched_autogroup_enabled, the default on desktop and many server kernels) a
+   * session's processes share their CPU as one group, fairly against other groups: in its
+   * own session the server gets the share a service started on its own would (PostgreSQL
+   * has its session), rather than sharing one with the load generator. The bench then
+   * kills it itself when it ends, as Ctrl-C no longer reaches it.
+   */
+  ownSession?: boolean
+}
+
+/** Servers started in a session of their own, killed when the bench exits or is interrupted. */
+const ownSessionServers = new Set<ChildProcess>()
+let killOnExit = false
+function killOwnSessionServersOnExit(): void {
+  if (killOnExit) return
+  killOnExit = true
+  const killAll = () => {
+    for (const child of ownSessionServers) child.kill('SIGKILL')
+  }
+  process.once('exit', killAll)
+  for (const signal of ['SIGINT', 'SIGTERM'] as const)
+    process.once(signal, () => {
+      killAll()
+      process.exit(130)
+    })
 }
 
 /** Starts `node <entry>` as a child process with the given env and waits until /readyz answers 200. */
@@ -90,7 +116,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     cwd: PROJECT_DIR,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env, HOST: '127.0.0.1', PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.ownSession ?? false,
   })
+  if (options.ownSession) {
+    killOwnSessionServersOnExit()
+    ownSessionServers.add(child)
+    child.once('exit', () => ownSessionServers.delete(child))
+  }
   const prefix = (chunk: Buffer) =>
     chunk
       .toString()

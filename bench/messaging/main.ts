@@ -58,10 +58,13 @@
  *        --no-paced (skip the evenly paced repeat of (c))  --no-during (skip (e))  --refresh (prepare the store again)
  *        --probes apart|inline (apart: (d) and (e) from a process of their own, probe-process.ts, so that
  *          the bench's own polling and bookkeeping do not delay them; inline: from the bench's process)
- *        --probe-priority N (apart only: the probe process's nice value, -20 to 19; below 0 needs root)
+ *        --probe-priority=N (apart only: the probe process's nice value, -20 to 19; below 0 needs root)
  *        --probe-liveness (beside (d), GET /healthz at the same interval: the server's answer without the store)
- *        --server-priority N (the server's threads' nice value once it is ready, -20 to 19; below 0 needs root:
+ *        --server-priority=N (the server's threads' nice value once it is ready, -20 to 19; below 0 needs root:
  *          on one machine with the store, whether the server's own work meets (d) and (e) when it gets a core first)
+ *        --shared-session (the server in the bench's session, as before; by default it has a session of its
+ *          own, and so, under the kernel's autogroup scheduling, its own share of the CPU, as a service would:
+ *          StartOptions.ownSession in bench/lib/server.ts; the probe process of --probes apart always has its own)
  *        --json FILE (every figure, and every probe of (d) with its time)
  *        --node-arg ARG (repeatable, for the server; e.g. --node-arg=--cpu-prof --node-arg=--cpu-prof-dir=DIR)
  *
@@ -120,6 +123,7 @@ const { flags } = parseFlags({
   'probe-priority': flag.number(0),
   'probe-liveness': flag.boolean(),
   'server-priority': flag.number(0),
+  'shared-session': flag.boolean(),
 })
 
 const store = flags.store
@@ -179,6 +183,7 @@ const settings: RunSettings = {
   probePriority,
   probeLiveness: flags['probe-liveness'],
   serverPriority: flags['server-priority'],
+  ownSession: !flags['shared-session'],
   paced: flags.paced && !flags['no-paced'],
   waitQuietS: flags['wait-quiet'] || 0,
   noise: flags.noise || 50,

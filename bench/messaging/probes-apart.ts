@@ -30,6 +30,9 @@ export class ProbesApart {
       execArgv: ['--import', 'tsx'],
       env: { PATH: process.env.PATH ?? '' },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      // Its own session, so its own share of the CPU under autogroup scheduling (StartOptions.ownSession), as a client elsewhere;
+      // it exits when the bench does (the IPC channel closes).
+      detached: true,
     })
     const inForce = await new Promise<number>((done, fail) => {
       child.once('exit', (code) => fail(new Error(`the probe process exited (${code}) before starting`)))

@@ -33,6 +33,8 @@ export interface RunSettings {
   /** --probes: (d) and (e) from a process of their own (apart) or from the bench's (inline); --probe-priority: that process's nice value. */
   probes: ProbesWhere
   probePriority: number
+  /** Not --shared-session: the server in a session of its own (StartOptions.ownSession). */
+  ownSession: boolean
   /** --server-priority: the server's nice value (every thread), 0 as started. */
   serverPriority: number
   /** --probe-liveness: GET /healthz beside (d), at its interval: the server's answer without the store. */
@@ -218,6 +220,7 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
       mode: 'dist',
       entry: build.entry,
       nodeArgs: settings.nodeArgs,
+      ownSession: settings.ownSession,
       env: {
         DATABASE_URL: copy.databaseUrl,
         JWT_SECRET,
