@@ -61,7 +61,9 @@
  *        --probe-priority=N (apart only: the probe process's nice value, -20 to 19; below 0 needs root)
  *        --probe-liveness (beside (d), GET /healthz at the same interval: the server's answer without the store)
  *        --server-priority=N (the server's threads' nice value once it is ready, -20 to 19; below 0 needs root:
- *          on one machine with the store, whether the server's own work meets (d) and (e) when it gets a core first)
+ *          on one machine with the store, whether the server's own work meets (d) and (e) when it gets a core first;
+ *          under autogroup scheduling a nice value orders threads only within their session's group, so this
+ *          counts with --shared-session, against the bench, or where the kernel does not group by session)
  *        --shared-session (the server in the bench's session, as before; by default it has a session of its
  *          own, and so, under the kernel's autogroup scheduling, its own share of the CPU, as a service would:
  *          StartOptions.ownSession in bench/lib/server.ts; the probe process of --probes apart always has its own)

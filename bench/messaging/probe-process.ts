@@ -2,8 +2,10 @@
  * The other account's requests of bench:messaging, (d) and (e), sent from a process of
  * their own: a client in production runs on its own machine, so the time this client
  * waits for a core of its own (behind the server, the store and the bench's own polling,
- * all on the same 2 cores) is not the server's latency. With `priority` below 0 (root
- * only) the kernel also runs this process ahead of the rest when an answer arrives.
+ * all on the same 2 cores) is not the server's latency. It runs in a session of its own:
+ * under autogroup scheduling, a CPU share of its own. `priority` (a nice value; below 0
+ * needs root) orders threads only within one such group, so it matters where the kernel
+ * does not group by session.
  *
  * Run by probes-apart.ts with `node --import tsx`; driven over IPC:
  *   parent -> child  {type: 'start', specs, priority}   start every probe at once
