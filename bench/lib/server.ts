@@ -103,7 +103,7 @@ function killOwnSessionServersOnExit(): void {
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
     process.once(signal, () => {
       killAll()
-      process.exit(130)
+      process.exit(signal === 'SIGINT' ? 130 : 143)
     })
 }
 

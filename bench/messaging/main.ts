@@ -159,13 +159,16 @@ if (probes !== 'apart' && probes !== 'inline') {
   console.error(`--probes must be apart or inline, got "${flags.probes}"`)
   process.exit(2)
 }
-const probePriority = flags['probe-priority']
-if (!Number.isInteger(flags['server-priority']) || flags['server-priority'] < -20 || flags['server-priority'] > 19) {
-  console.error(`--server-priority must be a nice value from -20 to 19, got ${flags['server-priority']}`)
+/** A --*-priority flag's value: a nice value, -20 to 19. */
+function niceValue(name: string, value: number): number {
+  if (Number.isInteger(value) && value >= -20 && value <= 19) return value
+  console.error(`--${name} must be a nice value from -20 to 19, got ${value}`)
   process.exit(2)
 }
-if (!Number.isInteger(probePriority) || probePriority < -20 || probePriority > 19 || (probes === 'inline' && probePriority !== 0)) {
-  console.error(`--probe-priority must be a nice value from -20 to 19, and only with --probes apart, got ${flags['probe-priority']}`)
+const serverPriority = niceValue('server-priority', flags['server-priority'])
+const probePriority = niceValue('probe-priority', flags['probe-priority'])
+if (probes === 'inline' && probePriority !== 0) {
+  console.error('--probe-priority is for --probes apart only')
   process.exit(2)
 }
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -184,7 +187,7 @@ const settings: RunSettings = {
   probes,
   probePriority,
   probeLiveness: flags['probe-liveness'],
-  serverPriority: flags['server-priority'],
+  serverPriority,
   ownSession: !flags['shared-session'],
   paced: flags.paced && !flags['no-paced'],
   waitQuietS: flags['wait-quiet'] || 0,

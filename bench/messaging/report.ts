@@ -24,28 +24,26 @@ export function report(label: string, r: RunResult, settings: RunSettings): void
   console.log(`  (c) POST /v1/sms/send, one recipient, ${rate}/s for ${durationS} s: ${int(r.send.requests)} requests (${int(r.send.rps)}/s), p50 ${ms(r.send.p50)}, p90 ${ms(r.send.p90)}, p99 ${ms(r.send.p99)}, max ${ms(r.send.max)}; p99 / target ${(r.send.p99 / TARGET.p99Ms).toFixed(2)}; CPU ${cpuLine(r.cpu.send, r.send.requests, 'send')}${r.send.non2xx + r.send.errors + r.send.timeouts > 0 ? `; NON-2XX ${r.send.non2xx}, errors ${r.send.errors}, timeouts ${r.send.timeouts}` : ''}`)
   if (r.paced) console.log(`      the same evenly paced (one request every ${(1000 / rate).toFixed(1)} ms, open loop): ${int(r.paced.count)} requests, p50 ${ms(r.paced.p50)}, p99 ${ms(r.paced.p99)}, max ${ms(r.paced.max)}; p99 / target ${(r.paced.p99 / TARGET.p99Ms).toFixed(2)}; CPU ${cpuLine(r.cpu.paced!, r.paced.count, 'send')}${r.paced.failed ? `; FAILED ${r.paced.failed}` : ''}`)
   routesLines(r.routes)
+  // A probe's figures before the send, during (a), during (b), and over both.
+  const spanLines = (spans: RunResult['probe']) => {
+    console.log(probeLine(`before the send (${idleMs / 1000} s, idle)`, spans.idle))
+    console.log(probeLine('during (a), send to all queued', spans.queue))
+    console.log(probeLine('during (b), until completed', spans.dispatch))
+    console.log(probeLine('during (a) and (b)', spans.all))
+  }
   const where = r.probes.where === 'apart' ? `from a process of their own (nice ${r.probes.priority})` : "from the bench's own process"
   console.log(`  (d) GET /v1/account, another account's key, every ${intervalMs} ms (open loop), (d) and (e) sent ${where}:`)
-  console.log(probeLine(`before the send (${idleMs / 1000} s, idle)`, r.probe.idle))
-  console.log(probeLine('during (a), send to all queued', r.probe.queue))
-  console.log(probeLine('during (b), until completed', r.probe.dispatch))
-  console.log(probeLine('during (a) and (b)', r.probe.all))
+  spanLines(r.probe)
   const slices = Object.entries(r.stalls.slices).map(([work, c]) => `${work} ${int(c.over20ms)} of ${int(c.slices)}`).join(', ')
   console.log(`  event loop held over 20 ms ${int(r.stalls.stalls)} times from the server's start to completion; background slices under way then, by work: ${slices || 'none'}`)
   console.log(`  event loop lag from the send to completion, of ${int(r.lag.samples)} samples (one per 20 ms): ${lagLine(r.lag)}`)
   if (r.liveness) {
     console.log(`  GET /healthz (no store, no key) beside (d), every ${intervalMs} ms:`)
-    console.log(probeLine(`before the send (${idleMs / 1000} s, idle)`, r.liveness.idle))
-    console.log(probeLine('during (a), send to all queued', r.liveness.queue))
-    console.log(probeLine('during (b), until completed', r.liveness.dispatch))
-    console.log(probeLine('during (a) and (b)', r.liveness.all))
+    spanLines(r.liveness)
   }
   if (r.during) {
     console.log(`  (e) POST /v1/sms/send, another account, evenly paced at ${rate}/s (open loop):`)
-    console.log(probeLine(`before the send (${idleMs / 1000} s, idle)`, r.during.idle))
-    console.log(probeLine('during (a), send to all queued', r.during.queue))
-    console.log(probeLine('during (b), until completed', r.during.dispatch))
-    console.log(probeLine('during (a) and (b)', r.during.all))
+    spanLines(r.during)
   }
 }
 

@@ -9,7 +9,7 @@ import { cpuBetween, cpuMark, renice, stopCpuMarks, waitServerIdle, type CpuShar
 import { floorPostgres, floorSqlite, type FloorResult } from './floor.js'
 import { int, log, ms, sec, sleep } from './format.js'
 import { MESSAGES, type MessageMode, type TextTally } from './message.js'
-import { patientAgent, Probe, type ProbeRecord, type ProbeSpec, type ProbeStats } from './probe.js'
+import { patientAgent, probeOf, type ProbeRecord, type ProbeSpec, type ProbeStats } from './probe.js'
 import { startProbes, type ProbesWhere } from './probes-apart.js'
 import { DEFAULT_CONNECTION, MIXED_CONNECTIONS, MIXED_ROUTES, priceSql, routesOf, type Expected } from './routing.js'
 import { JWT_SECRET, type PreparedStore, type StoreCopy } from './store.js'
@@ -381,7 +381,8 @@ export async function oneRun(run: number, build: Build, prepared: PreparedStore,
     let cpuPaced: CpuShare | undefined
     if (settings.paced) {
       await waitServerIdle(server, 30_000)
-      const sender = new Probe(`${server.url}/v1/sms/send`, () => ({ method: 'POST', headers: { authorization: `Bearer ${senderKey}`, 'content-type': 'application/json' }, body: body() }), 1000 / rate, 201)
+      // Numbers after autocannon's, which has finished.
+      const sender = probeOf({ url: `${server.url}/v1/sms/send`, token: senderKey, intervalMs: 1000 / rate, okStatus: 201, send: { from: 50_000_000 + n, content: 'Your code is 123456', senderId: 'Bench' } })
       sender.start()
       await sleep(warmupS * 1000)
       const from = performance.now()
