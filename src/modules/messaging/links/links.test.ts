@@ -251,11 +251,15 @@ describe('GET /l/{code}', () => {
       const heads = await Promise.all(c.recipients.flatMap((r) => [r, r]).map((r) => request(`${server.url}/l/${r.code}0`, { method: 'HEAD', dispatcher: agent })))
       expect(heads.map((head) => head.statusCode)).toEqual(Array(100).fill(302))
       await Promise.all(heads.map((head) => head.body.dump()))
-      // What 200 concurrent requests cost on this machine now, on a route that does nothing.
-      const baseline = await p99Of(Array.from({ length: 200 }, () => async () => {
-        const response = await request(`${server.url}/healthz`, { dispatcher: agent })
-        await response.body.dump()
-      }))
+      // What 200 concurrent requests cost on this machine now, on a route that does nothing:
+      // measured before the clicks and again after them, as a shared machine's load moves
+      // between the two.
+      const healthzP99 = () =>
+        p99Of(Array.from({ length: 200 }, () => async () => {
+          const response = await request(`${server.url}/healthz`, { dispatcher: agent })
+          await response.body.dump()
+        }))
+      const baselineBefore = await healthzP99()
       const firstAnswer = new Map<string, number>()
       const answers: { status: number; location: unknown; link: number }[] = []
       const sentAt = Date.now()
@@ -269,6 +273,7 @@ describe('GET /l/{code}', () => {
         }),
       )
       expect(answers.filter((a) => a.status !== 302 || a.location !== LINKS[a.link])).toEqual([])
+      const baseline = Math.max(baselineBefore, await healthzP99())
       // Answered without waiting for any write: within 200 ms, or, on a machine too busy
       // for even that, within four times what a route that touches nothing takes (a redirect
       // reads the store once; on PostgreSQL 200 reads at once queue for the pool).
