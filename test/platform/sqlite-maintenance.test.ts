@@ -47,9 +47,10 @@ describe('SQLite store: the maintenance thread', () => {
     const body = Buffer.alloc(3 * PAGE, 7)
     // Four frames a row at least: 12,000 frames or more in all, which the log would hold
     // without the restarts. Near the limit on a quiet machine (1,100 frames at most); the
-    // bound, half the frames written, leaves room for a machine so busy that the thread,
-    // which runs at a lower priority, misses many ticks (4,500 seen in CI, with the whole
-    // suite and a PostgreSQL server beside it).
+    // bound, three quarters of the frames written, says the log started over and leaves
+    // room for a machine so busy that the thread, which runs at a lower priority, misses
+    // many ticks (4,500 frames seen in CI with the whole suite and a PostgreSQL server
+    // beside it, 7,100 on a machine twice as slow).
     const ROWS = 3_000
     let largest = 0
     for (let rows = 0; rows < ROWS; rows++) {
@@ -57,6 +58,6 @@ describe('SQLite store: the maintenance thread', () => {
       largest = Math.max(largest, statSync(`${path}-wal`).size)
       await new Promise((resolve) => setTimeout(resolve, 1))
     }
-    expect(largest / PAGE).toBeLessThan((ROWS * 4) / 2)
+    expect(largest / PAGE).toBeLessThan((ROWS * 4 * 3) / 4)
   })
 })
