@@ -174,6 +174,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
+    // Starting takes what it takes: the first sweep settles the work an earlier run left
+    // claimed (a million broadcast recipients after a crash, say), on a machine that may be
+    // busy. Fastify's default of 10 s for plugins and onReady hooks would refuse to start
+    // then, and a supervisor restarting it would hit the same wall each time.
+    pluginTimeout: 0,
     // Long enough for any id a client may send; a longer one is simply not found.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 8192 },
     // A path that is not valid percent-encoding names nothing: 404, as problem+json.

@@ -175,7 +175,9 @@ describe('a graceful stop', () => {
     // Taken and answered with ESME_ROK before the unbind: no SMSC need offer it again.
     expect(deliveries).toEqual([{ kind: 'receipt', messageId: FIRST_ID.toString(16), status: 0 }])
     expect(unbindsReceived).toBe(1)
-    expect(stopMs).toBeLessThan(5_000)
+    // It ended once the receipt was in, not at its limits (3 s for receipts, seconds more for
+    // the unbind and the rest): 1-2 s on a quiet machine; the room is for a loaded one.
+    expect(stopMs).toBeLessThan(10_000)
     server = await serverOn(database, smsc)
     expect(await recipientOf(server, key, messageId)).toMatchObject({ status: 'delivered' })
   })
