@@ -110,6 +110,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     jwtSecret: config.jwtSecret,
     allowSignup: config.allowSignup,
     signupCredits: config.signupCredits,
+    passwordHashCost: config.passwordHashCost,
     loginAttemptsPerMinute: config.loginAttemptsPerMinute,
     adminEnabled: config.adminToken !== undefined,
   })

@@ -18,6 +18,8 @@ export interface Config {
   adminToken: string | undefined
   allowSignup: boolean
   signupCredits: number
+  /** scrypt's N as a power of two for new password hashes (PASSWORD_HASH_COST). */
+  passwordHashCost: number
   rateLimitPerSecond: number
   loginAttemptsPerMinute: number
   bodyLimitBytes: number
@@ -138,6 +140,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminToken,
     allowSignup: read.boolean('ALLOW_SIGNUP', true),
     signupCredits: read.integer('SIGNUP_CREDITS', 0, 0, 1_000_000_000),
+    // The accounts module's DEFAULT_PASSWORD_HASH_COST; it warns at start below it.
+    passwordHashCost: read.integer('PASSWORD_HASH_COST', 15, 10, 17),
     rateLimitPerSecond: read.integer('RATE_LIMIT_PER_SECOND', 50, 1, 1_000_000),
     loginAttemptsPerMinute: read.integer('LOGIN_ATTEMPTS_PER_MINUTE', 10, 1, 1_000_000),
     bodyLimitBytes: read.integer('BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),

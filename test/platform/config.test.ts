@@ -34,6 +34,7 @@ describe('loadConfig', () => {
       adminToken: undefined,
       allowSignup: true,
       signupCredits: 0,
+      passwordHashCost: 15,
       rateLimitPerSecond: 50,
       bodyLimitBytes: 1_048_576,
       logLevel: 'info',
@@ -53,6 +54,7 @@ describe('loadConfig', () => {
       ADMIN_TOKEN: 'operator-token-0123456789',
       ALLOW_SIGNUP: 'false',
       SIGNUP_CREDITS: '25',
+      PASSWORD_HASH_COST: '17',
       RATE_LIMIT_PER_SECOND: '7',
       LOG_LEVEL: 'warn',
       TRUST_PROXY: '1',
@@ -65,6 +67,7 @@ describe('loadConfig', () => {
       adminToken: 'operator-token-0123456789',
       allowSignup: false,
       signupCredits: 25,
+      passwordHashCost: 17,
       rateLimitPerSecond: 7,
       logLevel: 'warn',
       trustProxy: true,
@@ -84,10 +87,11 @@ describe('loadConfig', () => {
       ALLOW_SIGNUP: 'maybe',
       RATE_LIMIT_PER_SECOND: '0',
       SIGNUP_CREDITS: '-5',
+      PASSWORD_HASH_COST: '9',
       REDIS_URL: 'http://cache:6379',
       ADMIN_TOKEN: 'short',
     })
-    const named = ['PORT', 'LOG_LEVEL', 'ALLOW_SIGNUP', 'RATE_LIMIT_PER_SECOND', 'SIGNUP_CREDITS', 'REDIS_URL', 'ADMIN_TOKEN']
+    const named = ['PORT', 'LOG_LEVEL', 'ALLOW_SIGNUP', 'RATE_LIMIT_PER_SECOND', 'SIGNUP_CREDITS', 'PASSWORD_HASH_COST', 'REDIS_URL', 'ADMIN_TOKEN']
     expect(error.problems).toHaveLength(named.length)
     for (const variable of named) {
       expect(error.problems.filter((problem) => problem.startsWith(`${variable} `)), variable).toHaveLength(1)

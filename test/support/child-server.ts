@@ -64,6 +64,8 @@ export class ChildServer extends ApiClient {
         PORT: String(port),
         LOG_LEVEL: process.env.CHILD_LOG_LEVEL ?? 'warn',
         RATE_LIMIT_PER_SECOND: '100000',
+        // As the in-process servers (testConfig): a cheap hash for the fixtures' sign-ups.
+        PASSWORD_HASH_COST: '10',
         ...env,
       },
     })

@@ -19,6 +19,10 @@ export function testConfig(database: DatabaseConfig, overrides: Partial<Config> 
     adminToken: undefined,
     allowSignup: true,
     signupCredits: 0,
+    // The fixtures sign up an account or more per test: at the default cost (2^15) each
+    // sign-up and login took a sixth of a core-second, a good part of the suite's time.
+    // passwords.test.ts checks the default cost itself.
+    passwordHashCost: 10,
     rateLimitPerSecond: 1000,
     loginAttemptsPerMinute: 1000,
     bodyLimitBytes: 1_048_576,

@@ -2,6 +2,7 @@ import type { Authenticators } from '../../platform/http/auth.js'
 import type { AppModule, PlatformDeps } from '../../platform/module.js'
 import { accountsRoutes } from './routes.js'
 import type { AccountsDeps } from './service.js'
+import { DEFAULT_PASSWORD_HASH_COST, PasswordHasher } from './passwords.js'
 import { createSessionSigner } from './sessions.js'
 
 export interface AccountsOptions {
@@ -9,6 +10,8 @@ export interface AccountsOptions {
   jwtSecret: string
   allowSignup: boolean
   signupCredits: number
+  /** PASSWORD_HASH_COST: scrypt's N as a power of two for new password hashes. */
+  passwordHashCost: number
   loginAttemptsPerMinute: number
   /** Whether ADMIN_TOKEN is set (the admin top-up route exists only then). */
   adminEnabled: boolean
@@ -20,12 +23,16 @@ export interface AccountsModule extends AppModule {
 }
 
 /** The accounts module put together: sign-up, login, sessions, the account and its credits. */
-export function createAccounts(deps: Pick<PlatformDeps, 'store' | 'clock'>, options: AccountsOptions): AccountsModule {
+export function createAccounts(deps: Pick<PlatformDeps, 'store' | 'clock' | 'logger'>, options: AccountsOptions): AccountsModule {
   const sessions = createSessionSigner(options.jwtSecret, deps.clock)
+  if (options.passwordHashCost < DEFAULT_PASSWORD_HASH_COST) {
+    deps.logger.warn({ passwordHashCost: options.passwordHashCost }, `passwords are hashed below the default cost (${DEFAULT_PASSWORD_HASH_COST}): meant for test suites, it makes a leaked database's passwords cheaper to guess`)
+  }
   const accountsDeps: AccountsDeps = {
     db: deps.store.db,
     clock: deps.clock,
     sessions,
+    passwords: new PasswordHasher(options.passwordHashCost),
     allowSignup: options.allowSignup,
     signupCredits: options.signupCredits,
   }

@@ -4,7 +4,7 @@ import type { DB } from '../../platform/db/schema.js'
 import { newId } from '../../platform/ids.js'
 import { parsePhone } from '../../platform/phone.js'
 import { Conflict, Forbidden, NotFound, Unauthorized, ValidationFailed } from '../../platform/problems.js'
-import { decoyHash, hashPassword, verifyPassword } from './passwords.js'
+import type { PasswordHasher } from './passwords.js'
 import * as queries from './queries.js'
 import type { Account, LoginBody, PatchAccountBody, SignupBody } from './schemas.js'
 import type { SessionSigner } from './sessions.js'
@@ -13,6 +13,7 @@ export interface AccountsDeps {
   db: Kysely<DB>
   clock: Clock
   sessions: SessionSigner
+  passwords: PasswordHasher
   allowSignup: boolean
   signupCredits: number
 }
@@ -27,7 +28,7 @@ function normalizeEmail(email: string): string {
 export async function signUp(deps: AccountsDeps, input: SignupBody): Promise<{ accountId: string; userId: string }> {
   if (!deps.allowSignup) throw new Forbidden('Sign-up is disabled on this platform')
   const email = normalizeEmail(input.email)
-  const passwordHash = await hashPassword(input.password)
+  const passwordHash = await deps.passwords.hash(input.password)
   const now = deps.clock.now().toISOString()
   const accountId = newId()
   const userId = newId()
@@ -50,7 +51,7 @@ export async function signUp(deps: AccountsDeps, input: SignupBody): Promise<{ a
 export async function logIn(deps: AccountsDeps, input: LoginBody): Promise<{ token: string; expiresAt: string }> {
   const user = await queries.findUserByEmail(deps.db, normalizeEmail(input.email))
   // Always run one scrypt: an unknown email costs what a wrong password costs.
-  const valid = await verifyPassword(input.password, user?.password_hash ?? (await decoyHash))
+  const valid = await deps.passwords.verify(input.password, user?.password_hash ?? (await deps.passwords.decoy))
   if (!user || !valid) throw new Unauthorized('Invalid email or password')
   const { token, expiresAt } = await deps.sessions.issue({ userId: user.id, accountId: user.account_id })
   return { token, expiresAt: expiresAt.toISOString() }
