@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createKey, expectProblem, expectWholeProblem, signUp, type TestAccount } from '../../../test/support/fixtures.js'
 import { startServer, type TestServer } from '../../../test/support/harness.js'
+import { freshDatabase } from '../../../test/support/store.js'
 
 const ADMIN_TOKEN = 'admin-token-0123456789'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -142,6 +143,31 @@ describe('POST /v1/auth/login', () => {
     expect(wrong.headers.get('content-type')).toBe(unknown.headers.get('content-type'))
     expect(wrong.headers.get('www-authenticate')).toBe('Bearer')
     expect(unknown.headers.get('www-authenticate')).toBe('Bearer')
+  })
+
+  it('makes a password hash again at the configured cost at its next login, and the password still works after', async () => {
+    const database = await freshDatabase()
+    let before: TestServer | undefined = await startServer({ database, config: { passwordHashCost: 10 } })
+    let after: TestServer | undefined
+    try {
+      const carol = await signUp(before)
+      const hashOf = async (on: TestServer) =>
+        (await on.app.platform.store.db.selectFrom('users').select('password_hash').where('email', '=', carol.email).executeTakeFirstOrThrow()).password_hash
+      expect(await hashOf(before)).toMatch(/^scrypt\$1024\$/)
+      await before.close()
+      before = undefined
+      after = await startServer({ database, config: { passwordHashCost: 11 } })
+      expect((await after.post('/v1/auth/login', { body: { email: carol.email, password: 'not the password' } })).status).toBe(401)
+      expect(await hashOf(after)).toMatch(/^scrypt\$1024\$/)
+      expect((await after.post('/v1/auth/login', { body: { email: carol.email, password: carol.password } })).status).toBe(200)
+      const rehashed = await hashOf(after)
+      expect(rehashed).toMatch(/^scrypt\$2048\$/)
+      expect((await after.post('/v1/auth/login', { body: { email: carol.email, password: carol.password } })).status).toBe(200)
+      expect(await hashOf(after)).toBe(rehashed)
+    } finally {
+      await before?.close()
+      await after?.close()
+    }
   })
 
   it('refuses an empty email or password with 422', async () => {

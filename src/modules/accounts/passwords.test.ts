@@ -22,6 +22,8 @@ describe('PasswordHasher', () => {
     expect(madeCheap.startsWith('scrypt$1024$8$1$')).toBe(true)
     expect(await dear.verify('hunter22hunter22', madeCheap)).toBe(true)
     expect(await cheap.verify('hunter22hunter22', await dear.hash('hunter22hunter22'))).toBe(true)
+    expect(cheap.isCurrent(madeCheap)).toBe(true)
+    expect(dear.isCurrent(madeCheap)).toBe(false)
   })
 
   it('refuses what is not one of its hashes, and keeps a decoy at its own cost', async () => {

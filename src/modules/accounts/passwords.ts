@@ -21,7 +21,7 @@ function derive(password: string, salt: Buffer, params: Required<Pick<ScryptOpti
 /**
  * Hashes passwords with scrypt at the configured cost and checks them at the cost each
  * hash was made with: each is encoded as `scrypt$N$r$p$salt$hash`, so raising the cost
- * leaves earlier hashes valid.
+ * leaves earlier hashes valid (each is made again at the new cost at its user's next login).
  */
 export class PasswordHasher {
   private readonly N: number
@@ -41,6 +41,11 @@ export class PasswordHasher {
     const salt = randomBytes(16)
     const hash = await derive(password, salt, { N: this.N, r: BLOCK_SIZE, p: PARALLELISM })
     return ['scrypt', this.N, BLOCK_SIZE, PARALLELISM, salt.toString('base64'), hash.toString('base64')].join('$')
+  }
+
+  /** Whether a hash was made as this hasher makes them now; a login rehashes one that was not. */
+  isCurrent(encoded: string): boolean {
+    return encoded.startsWith(`scrypt$${this.N}$${BLOCK_SIZE}$${PARALLELISM}$`)
   }
 
   async verify(password: string, encoded: string): Promise<boolean> {

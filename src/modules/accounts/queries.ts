@@ -24,6 +24,11 @@ export function findUserByEmail(db: Handle, email: string) {
   return db.selectFrom('users').select(['id', 'account_id', 'password_hash']).where('email', '=', email).executeTakeFirst()
 }
 
+/** Replaces a user's password hash, unless it changed since `from` was read. */
+export async function replacePasswordHash(db: Handle, userId: string, from: string, to: string): Promise<void> {
+  await db.updateTable('users').set({ password_hash: to }).where('id', '=', userId).where('password_hash', '=', from).execute()
+}
+
 export function findAccount(db: Handle, accountId: string) {
   return db.selectFrom('accounts').selectAll().where('id', '=', accountId).executeTakeFirst()
 }

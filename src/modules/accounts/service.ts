@@ -53,6 +53,11 @@ export async function logIn(deps: AccountsDeps, input: LoginBody): Promise<{ tok
   // Always run one scrypt: an unknown email costs what a wrong password costs.
   const valid = await deps.passwords.verify(input.password, user?.password_hash ?? (await deps.passwords.decoy))
   if (!user || !valid) throw new Unauthorized('Invalid email or password')
+  // Made at another cost (PASSWORD_HASH_COST changed since): made again at this one, so a
+  // raised cost reaches every active user, and a known email costs what an unknown one does.
+  if (!deps.passwords.isCurrent(user.password_hash)) {
+    await queries.replacePasswordHash(deps.db, user.id, user.password_hash, await deps.passwords.hash(input.password))
+  }
   const { token, expiresAt } = await deps.sessions.issue({ userId: user.id, accountId: user.account_id })
   return { token, expiresAt: expiresAt.toISOString() }
 }
