@@ -2,7 +2,8 @@ import type { Authenticators } from '../../platform/http/auth.js'
 import type { AppModule, PlatformDeps } from '../../platform/module.js'
 import { accountsRoutes } from './routes.js'
 import type { AccountsDeps } from './service.js'
-import { DEFAULT_PASSWORD_HASH_COST, PasswordHasher } from './passwords.js'
+import { DEFAULT_PASSWORD_HASH_COST } from '../../platform/config.js'
+import { PasswordHasher } from './passwords.js'
 import { createSessionSigner } from './sessions.js'
 
 export interface AccountsOptions {

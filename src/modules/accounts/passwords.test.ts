@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_PASSWORD_HASH_COST, PasswordHasher } from './passwords.js'
+import { DEFAULT_PASSWORD_HASH_COST } from '../../platform/config.js'
+import { PasswordHasher } from './passwords.js'
 
 describe('PasswordHasher', () => {
   it('hashes at N=2^15 by default, salted, and checks the password against it', async () => {

@@ -1,11 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto'
-
-/**
- * scrypt's N as a power of two (PASSWORD_HASH_COST). OWASP's floor, N=2^17 with r=8, costs
- * about 128 MiB and 0.3 s a hash here; N=2^15 keeps a login near 80 ms on two shared cores
- * while staying far beyond a fast hash.
- */
-export const DEFAULT_PASSWORD_HASH_COST = 15
+import { DEFAULT_PASSWORD_HASH_COST } from '../../platform/config.js'
 const BLOCK_SIZE = 8
 const PARALLELISM = 1
 const KEY_LENGTH = 32
@@ -25,6 +19,8 @@ function derive(password: string, salt: Buffer, params: Required<Pick<ScryptOpti
  */
 export class PasswordHasher {
   private readonly N: number
+  /** `scrypt$N$r$p$`: how every hash this hasher makes begins. */
+  private readonly prefix: string
   /**
    * A hash of a random password at the same cost, checked when the email is unknown so
    * that an unknown email and a wrong password take the same time. Made at once, so the
@@ -34,18 +30,19 @@ export class PasswordHasher {
 
   constructor(cost: number = DEFAULT_PASSWORD_HASH_COST) {
     this.N = 2 ** cost
+    this.prefix = `scrypt$${this.N}$${BLOCK_SIZE}$${PARALLELISM}$`
     this.decoy = this.hash(randomBytes(16).toString('hex'))
   }
 
   async hash(password: string): Promise<string> {
     const salt = randomBytes(16)
     const hash = await derive(password, salt, { N: this.N, r: BLOCK_SIZE, p: PARALLELISM })
-    return ['scrypt', this.N, BLOCK_SIZE, PARALLELISM, salt.toString('base64'), hash.toString('base64')].join('$')
+    return `${this.prefix}${salt.toString('base64')}$${hash.toString('base64')}`
   }
 
   /** Whether a hash was made as this hasher makes them now; a login rehashes one that was not. */
   isCurrent(encoded: string): boolean {
-    return encoded.startsWith(`scrypt$${this.N}$${BLOCK_SIZE}$${PARALLELISM}$`)
+    return encoded.startsWith(this.prefix)
   }
 
   async verify(password: string, encoded: string): Promise<boolean> {

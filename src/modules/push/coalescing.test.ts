@@ -1,27 +1,16 @@
 import { once } from 'node:events'
-import { Worker } from 'node:worker_threads'
 import { describe, expect, it } from 'vitest'
+import type { BusyShares } from '../../../test/support/busy-probe-thread.js'
+import { startWorker } from '../../platform/workers.js'
 import { COALESCE_FROM_BUSY_SHARE, COALESCE_UNTIL_BUSY_SHARE, WriteCoalescing } from './coalescing.js'
 
 describe('eventLoopBusyProbe', () => {
   it("reads the event loop's utilization since the last call: near 1 while it computes, near 0 while it waits", async () => {
-    // On a thread of its own: the test worker's loop also runs what earlier files in the
-    // same worker left behind (garbage collection of their heaps, once a whole 300 ms
-    // wait), which is that loop's business, not the probe's.
-    const thread = new Worker(
-      `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(new URL('./coalescing.ts', import.meta.url).href)}) })
-         .then(async ({ eventLoopBusyProbe }) => {
-           const { parentPort } = await import('node:worker_threads')
-           const probe = eventLoopBusyProbe()
-           const until = performance.now() + 300
-           while (performance.now() < until);
-           const computing = probe()
-           await new Promise((resolve) => setTimeout(resolve, 300))
-           parentPort.postMessage({ computing, waiting: probe() })
-         })`,
-      { eval: true },
-    )
-    const [shares] = (await once(thread, 'message')) as [{ computing: number; waiting: number }]
+    // On a thread of its own: the test worker's loop also runs whatever earlier files in
+    // the same worker left behind (once it read a whole 300 ms wait as busy), which is
+    // that loop's business, not the probe's.
+    const thread = startWorker(new URL('../../../test/support/busy-probe-thread.ts', import.meta.url).href, 'busy-probe-thread', null)
+    const [shares] = (await once(thread, 'message')) as [BusyShares]
     await thread.terminate()
     // Time the loop spends blocked counts as busy however the machine shares its cores,
     // and time it spends waiting on a timer as idle: both hold on a loaded machine.
