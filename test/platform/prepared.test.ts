@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { prepareQuery } from '../../src/platform/db/prepared.js'
+import { prepareQuery, repeatedText, statementName } from '../../src/platform/db/prepared.js'
 import type { DB } from '../../src/platform/db/schema.js'
 import { startServer, type TestServer } from '../support/harness.js'
 import { testStoreKind } from '../support/store.js'
@@ -106,5 +106,44 @@ describe.runIf(testStoreKind === 'postgres')('prepared reads on PostgreSQL', () 
       }, { timeout: 5_000, interval: 200 })
       .toBe(true)
     expect(warnings.filter((warning) => warning.msg.startsWith('a connection for pipelined reads failed'))).toHaveLength(2)
+  })
+})
+
+describe('texts that keep coming back', () => {
+  it('are named from their third run on; BEGIN, COMMIT and the like never are', () => {
+    const text = `select id from accounts where id = $1 and name <> 'repeated ${Math.random()}'`
+    expect(repeatedText(text)).toBeUndefined()
+    expect(repeatedText(text)).toBeUndefined()
+    const name = repeatedText(text)
+    expect(name).toMatch(/^prepared_\d+$/)
+    expect(repeatedText(text)).toBe(name)
+    expect(statementName(text)).toBe(name)
+    for (let run = 0; run < 5; run++) {
+      expect(repeatedText('begin')).toBeUndefined()
+      expect(repeatedText('vacuum (analyze) message_recipients')).toBeUndefined()
+    }
+  })
+
+  // Kysely's statements run named once repeated: each answer, row count and failure is
+  // what the same statement answers unnamed, in a transaction and out of one.
+  it('answer as they did unnamed, writes and failed transactions included', async () => {
+    const { db } = server.app.platform.store
+    const now = new Date().toISOString()
+    await db.insertInto('accounts').values({ id: 'repeated-a', name: 'r', balance: 0, low_balance_threshold: 0, created_at: now, updated_at: now }).execute()
+    for (let run = 1; run <= 8; run++) {
+      const credited = await db.updateTable('accounts').set({ balance: sql`balance + ${1}` }).where('id', '=', 'repeated-a').returning('balance').execute()
+      expect(credited).toEqual([{ balance: run }])
+      const none = await db.updateTable('accounts').set({ balance: sql`balance + ${1}` }).where('id', '=', 'no-such-account').executeTakeFirst()
+      expect(none.numUpdatedRows).toBe(0n)
+      // A transaction whose second statement fails rolls its first back, and the connection goes on.
+      await expect(
+        db.transaction().execute(async (trx) => {
+          await trx.updateTable('accounts').set({ balance: sql`balance + ${1}` }).where('id', '=', 'repeated-a').execute()
+          await trx.insertInto('accounts').values({ id: 'repeated-a', name: `again ${run}`, balance: 0, low_balance_threshold: 0, created_at: now, updated_at: now }).execute()
+        }),
+      ).rejects.toThrow(/unique|UNIQUE/)
+      const [row] = await db.selectFrom('accounts').select('balance').where('id', '=', 'repeated-a').execute()
+      expect(Number(row!.balance)).toBe(run)
+    }
   })
 })

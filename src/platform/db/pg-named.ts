@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { statementName } from './prepared.js'
+import { repeatedText, statementName } from './prepared.js'
 
 /** How the pool turns a column's text into a value (connect.ts sets int8 and numeric to numbers). */
 export type TypeParserLookup = (oid: number, format?: 'text' | 'binary') => (text: string) => unknown
@@ -7,10 +7,11 @@ export type TypeParserLookup = (oid: number, format?: 'text' | 'binary') => (tex
 const NAMING = Symbol('namingPreparedStatements')
 
 /**
- * Runs the SQL of prepared queries (prepared.ts) as named statements: the connection
- * parses and plans each once, where an unnamed statement is parsed and planned on every
- * execution (for the account read of GET /v1/account, twice the CPU of running it).
- * Kysely passes (text, values), which pg runs unnamed; a known text gets its name here.
+ * Runs the SQL of prepared queries (prepared.ts), and any other text that keeps coming
+ * back (repeatedText), as named statements: the connection parses and plans each once,
+ * where an unnamed statement is parsed and planned on every execution (for the account
+ * read of GET /v1/account, twice the CPU of running it). Kysely passes (text, values),
+ * which pg runs unnamed; a named text gets its name here.
  */
 export function namingPreparedStatements(client: pg.PoolClient, parserFor: TypeParserLookup): pg.PoolClient {
   const tagged = client as pg.PoolClient & { [NAMING]?: true }
@@ -19,7 +20,9 @@ export function namingPreparedStatements(client: pg.PoolClient, parserFor: TypeP
   const query = client.query.bind(client) as (...args: unknown[]) => unknown
   client.query = ((...args: unknown[]) => {
     const [text, values] = args
-    const name = typeof text === 'string' && Array.isArray(values) ? statementName(text) : undefined
+    // Without values pg sends a text by the simple protocol, which takes several
+    // statements at once: such a text is named only when the code says so.
+    const name = typeof text === 'string' && Array.isArray(values) ? (values.length > 0 ? repeatedText(text) : statementName(text)) : undefined
     return name === undefined ? query(...args) : runNamed(client, name, text as string, values as unknown[], parserFor)
   }) as typeof client.query
   return client

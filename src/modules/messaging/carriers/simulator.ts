@@ -115,7 +115,9 @@ export class SimulatorCarrier implements Carrier {
           .selectFrom('simulator_messages')
           .select(['part_id', 'carrier_message_id', 'outcome'])
           .where('carrier', '=', this.connection)
-          .where('reported', '=', 0)
+          // A literal: a statement planned once per connection uses the partial index only
+          // for terms that imply its own.
+          .where('reported', '=', sql.lit(0))
           .where('report_at', '<=', this.clock.now().toISOString())
           .orderBy('report_at')
           .limit(REPORTS_PER_POLL)

@@ -81,9 +81,9 @@ export async function broadcastsWaiting(db: Kysely<DB>): Promise<string[]> {
 export function waitingIn(db: Kysely<DB>, lane: Lane, now: string) {
   return db
     .selectFrom('message_recipients')
-    .where('status', '=', 'queued')
+    // Literals: a partial index serves only a query whose terms imply its own.
+    .where('status', '=', sql.lit('queued'))
     .where('lease_owner', 'is', null)
-    // A literal: a partial index serves only a query whose terms imply its own.
     .where('lane', '=', sql.lit(lane))
     .where('due_at', '<=', now)
 }
