@@ -8,9 +8,10 @@ const NAMING = Symbol('namingPreparedStatements')
 
 /**
  * Runs the SQL of prepared queries (prepared.ts), and any other text that keeps coming
- * back (repeatedText), as named statements: the connection parses and plans each once,
- * where an unnamed statement is parsed and planned on every execution (for the account
- * read of GET /v1/account, twice the CPU of running it). Kysely passes (text, values),
+ * back (repeatedText), as named statements: the connection parses each once (and plans
+ * it once where PostgreSQL finds a plan for any values as good), where an unnamed
+ * statement is parsed and planned on every execution (for the account read of
+ * GET /v1/account, twice the CPU of running it). Kysely passes (text, values),
  * which pg runs unnamed; a named text gets its name here.
  */
 export function namingPreparedStatements(client: pg.PoolClient, parserFor: TypeParserLookup): pg.PoolClient {
