@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { prepareQuery, repeatedText, statementName } from '../../src/platform/db/prepared.js'
+import { MAX_REPEATED_TEXTS, prepareQuery, repeatedText, statementName } from '../../src/platform/db/prepared.js'
 import type { DB } from '../../src/platform/db/schema.js'
 import { startServer, type TestServer } from '../support/harness.js'
 import { testStoreKind } from '../support/store.js'
@@ -122,6 +122,45 @@ describe('texts that keep coming back', () => {
       expect(repeatedText('begin')).toBeUndefined()
       expect(repeatedText('vacuum (analyze) message_recipients')).toBeUndefined()
     }
+  })
+
+  const runThrice = (text: string) => [repeatedText(text), repeatedText(text), repeatedText(text)][2]
+  const freshTexts = (count: number) => Array.from({ length: count }, (_, i) => `select $1::int + ${i} as n -- fresh ${Math.random()}`)
+
+  it(`keep ${MAX_REPEATED_TEXTS} names at most: the least recently run gives its name up, and runs unnamed until it comes back`, () => {
+    const [first, second] = freshTexts(2) as [string, string]
+    const firstName = runThrice(first)
+    const secondName = runThrice(second)
+    expect(repeatedText(first)).toBe(firstName)
+    // Now the second is the least recently run of the two.
+    for (const text of freshTexts(MAX_REPEATED_TEXTS - 1)) expect(runThrice(text)).toMatch(/^prepared_\d+$/)
+    expect(statementName(first)).toBe(firstName)
+    expect(statementName(second)).toBeUndefined()
+    expect(repeatedText(second)).toBeUndefined()
+    expect(repeatedText(second)).toBeUndefined()
+    const again = repeatedText(second)
+    expect(again).toMatch(/^prepared_\d+$/)
+    expect(again).not.toBe(secondName)
+  })
+
+  it.runIf(testStoreKind === 'postgres')('a connection closes the statements of names given up, and answers under the new name', async () => {
+    const { db } = server.app.platform.store
+    const query = (n: number) => sql<{ n: number }>`select ${n}::int + 1 as n -- given up`
+    const text = query(0).compile(db).sql
+    const prepared = () => sql<{ name: string }>`select name from pg_prepared_statements where name like ${'prepared\_%'}`
+    await db.transaction().execute(async (trx) => {
+      for (let n = 0; n < 3; n++) expect((await query(n).execute(trx)).rows).toEqual([{ n: n + 1 }])
+      const name = statementName(text)!
+      expect((await prepared().execute(trx)).rows.map((row) => row.name)).toContain(name)
+      for (const fresh of freshTexts(MAX_REPEATED_TEXTS)) runThrice(fresh)
+      expect(statementName(text)).toBeUndefined()
+      for (let n = 0; n < 3; n++) expect((await query(n).execute(trx)).rows).toEqual([{ n: n + 1 }])
+      const renamed = statementName(text)!
+      expect(renamed).not.toBe(name)
+      const names = (await prepared().execute(trx)).rows.map((row) => row.name)
+      expect(names).toContain(renamed)
+      expect(names).not.toContain(name)
+    })
   })
 
   // Kysely's statements run named once repeated: each answer, row count and failure is

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { repeatedText, statementName } from './prepared.js'
+import { isLiveName, NAME_PREFIX, namesGivenUpSoFar, repeatedText, statementName } from './prepared.js'
 
 /** How the pool turns a column's text into a value (connect.ts sets int8 and numeric to numbers). */
 export type TypeParserLookup = (oid: number, format?: 'text' | 'binary') => (text: string) => unknown
@@ -58,6 +58,7 @@ interface Connection {
   parsedStatements: Record<string, string | undefined>
   submittedNamedStatements: Record<string, string | undefined>
   parse(message: { text: string; name: string }): void
+  close(message: { type: 'S'; name: string }): void
   bind(message: { portal: string; statement: string; values: unknown[]; valueMapper: (value: unknown) => unknown }): void
   describe(message: { type: 'P'; name: string }): void
   execute(message: { portal: string }): void
@@ -67,6 +68,26 @@ interface Connection {
 
 /** The columns each connection has described for each statement name: asked for once. */
 const described = new WeakMap<Connection, Map<string, Columns>>()
+
+/** How many given-up names (prepared.ts) each connection has closed its statements for. */
+const swept = new WeakMap<Connection, number>()
+
+/**
+ * Closes the statements `connection` has parsed under names given up since it last
+ * looked, so that it keeps no more than the names in use. PostgreSQL answers each Close
+ * with CloseComplete, which pg passes over.
+ */
+function closeGivenUp(connection: Connection): void {
+  const givenUp = namesGivenUpSoFar()
+  if (swept.get(connection) === givenUp) return
+  swept.set(connection, givenUp)
+  for (const name of Object.keys(connection.parsedStatements)) {
+    if (isLiveName(name) || !name.startsWith(NAME_PREFIX)) continue
+    connection.close({ type: 'S', name })
+    delete connection.parsedStatements[name]
+    described.get(connection)?.delete(name)
+  }
+}
 
 const prepareValue = (pg as unknown as { utils: { prepareValue(value: unknown): unknown } }).utils.prepareValue
 
@@ -98,9 +119,10 @@ class NamedExecution {
 
   submit(connection: Connection): void {
     this.connection = connection
-    this.columns = described.get(connection)?.get(this.name)
     connection.stream.cork()
     try {
+      closeGivenUp(connection)
+      this.columns = described.get(connection)?.get(this.name)
       if (connection.parsedStatements[this.name] === undefined && connection.submittedNamedStatements[this.name] === undefined) {
         connection.parse({ text: this.text, name: this.name })
         connection.submittedNamedStatements[this.name] = this.text

@@ -54,15 +54,30 @@ export function runPreparedQueriesDirectly(db: Kysely<DB>, run: DirectRunner): v
 class Placeholder {}
 
 /*
- * SQL texts run as named statements and the name each goes by on a PostgreSQL connection:
- * those of prepared queries and executeNamed, and any other that keeps coming back
- * (repeatedText). Every connection keeps each named statement it has seen for its whole
- * life, so the names are capped.
+ * SQL texts run as named statements and the name each goes by on a PostgreSQL connection.
+ * Those of prepared queries and executeNamed are few and fixed by the code, and keep
+ * their names; any other text that keeps coming back (repeatedText) is named too, up to
+ * MAX_REPEATED_TEXTS, the least recently run giving its name up past that. A connection
+ * keeps each statement it has parsed until it is closed, so a name given up is closed on
+ * each connection the next time that connection runs a named statement (pg-named.ts).
+ * Names are never used twice.
  */
 const statementNames = new Map<string, string>()
+/** Repeated texts and their names, least recently run first. */
+const repeatedNames = new Map<string, string>()
+/** Every name in use: those in statementNames and repeatedNames. */
+const liveNames = new Set<string>()
+let namesGiven = 0
+let namesGivenUp = 0
 
-/** Far above the texts the code runs again and again; past it, texts run unnamed. */
-const MAX_NAMED_TEXTS = 256
+/** Prepared queries' texts beyond this run unnamed (a guard: the code has a few dozen). */
+const MAX_PREPARED_TEXTS = 256
+/**
+ * Repeated texts named at once: far above those the code runs again and again (a few
+ * dozen, and a batch statement once for each size that comes back), and what a
+ * connection pooler must be able to keep per connection.
+ */
+export const MAX_REPEATED_TEXTS = 256
 
 /** A text run this many times is named from then on. */
 const RUNS_BEFORE_NAMED = 3
@@ -74,10 +89,24 @@ const runsOf = new Map<string, number>()
 // Only statements PostgreSQL can prepare: not BEGIN, COMMIT, SET or VACUUM.
 const PREPARABLE = /^\s*(select|insert|update|delete|with|values)\b/i
 
-/** The name `text` goes by from now on; undefined once MAX_NAMED_TEXTS are named. */
+/** What every name starts with: a connection closes only statements of such names. */
+export const NAME_PREFIX = 'prepared_'
+
+const newName = (): string => {
+  const name = `${NAME_PREFIX}${++namesGiven}`
+  liveNames.add(name)
+  return name
+}
+
+/** The name `text` goes by from now on; undefined once MAX_PREPARED_TEXTS are named. */
 function nameStatement(text: string): string | undefined {
-  if (!statementNames.has(text) && statementNames.size < MAX_NAMED_TEXTS) statementNames.set(text, `prepared_${statementNames.size + 1}`)
-  return statementNames.get(text)
+  let name = statementNames.get(text)
+  if (name === undefined && statementNames.size < MAX_PREPARED_TEXTS) {
+    name = repeatedNames.get(text) ?? newName()
+    repeatedNames.delete(text)
+    statementNames.set(text, name)
+  }
+  return name
 }
 
 /**
@@ -92,10 +121,10 @@ export async function executeNamed<O>(db: Kysely<DB>, query: CompiledQuery<O>): 
 
 /**
  * The name under which a connection prepares `text` once and then only binds and runs it
- * (PostgreSQL's extended protocol): undefined for a text that no prepared query has.
+ * (PostgreSQL's extended protocol): undefined for a text that is not named.
  */
 export function statementName(text: string): string | undefined {
-  return statementNames.get(text)
+  return statementNames.get(text) ?? repeatedNames.get(text)
 }
 
 /**
@@ -107,8 +136,16 @@ export function statementName(text: string): string | undefined {
  * text made for one batch's size (an IN list) is named only when that size comes back.
  */
 export function repeatedText(text: string): string | undefined {
-  const name = statementNames.get(text)
-  if (name !== undefined || statementNames.size >= MAX_NAMED_TEXTS || text.length > MAX_COUNTED_LENGTH || !PREPARABLE.test(text)) return name
+  const prepared = statementNames.get(text)
+  if (prepared !== undefined) return prepared
+  const repeated = repeatedNames.get(text)
+  if (repeated !== undefined) {
+    // Last in the map: the most recently run.
+    repeatedNames.delete(text)
+    repeatedNames.set(text, repeated)
+    return repeated
+  }
+  if (text.length > MAX_COUNTED_LENGTH || !PREPARABLE.test(text)) return undefined
   const runs = (runsOf.get(text) ?? 0) + 1
   if (runs < RUNS_BEFORE_NAMED) {
     if (runsOf.size >= MAX_COUNTED_TEXTS) runsOf.clear()
@@ -116,5 +153,23 @@ export function repeatedText(text: string): string | undefined {
     return undefined
   }
   runsOf.delete(text)
-  return nameStatement(text)
+  if (repeatedNames.size >= MAX_REPEATED_TEXTS) {
+    const [leastRecent, givenUp] = repeatedNames.entries().next().value!
+    repeatedNames.delete(leastRecent)
+    liveNames.delete(givenUp)
+    namesGivenUp++
+  }
+  const name = newName()
+  repeatedNames.set(text, name)
+  return name
+}
+
+/** Whether `name` still names a statement: a connection closes those that do not. */
+export function isLiveName(name: string): boolean {
+  return liveNames.has(name)
+}
+
+/** How many names have been given up so far: a connection that has seen as many has nothing to close. */
+export function namesGivenUpSoFar(): number {
+  return namesGivenUp
 }
