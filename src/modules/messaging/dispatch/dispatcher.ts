@@ -108,6 +108,8 @@ export class Dispatcher {
   private broadcastTurn = 0
   /** The last claim found nothing: the next looks with reads first. */
   private idleBefore = false
+  /** Recipients were queued here while no loop slept to be woken: a loop about to sleep claims again instead. */
+  private wakePending = false
   /** The broadcasts with recipients waiting, as last looked up, and when. */
   private broadcastsKnown: { messageId: string; firstDueAt: string }[] = []
   private broadcastsKnownAt = -Infinity
@@ -160,10 +162,15 @@ export class Dispatcher {
     // are: looking them up again at each send (hundreds a second) walks the queue's index
     // as often, and took PostgreSQL several milliseconds of CPU per send during a broadcast.
     if (lane === 'broadcast') this.broadcastsKnownAt = -Infinity
-    if (this.waking || this.sleepers.size === 0) return
+    if (this.waking) return
+    if (this.sleepers.size === 0) {
+      this.wakePending = true
+      return
+    }
     this.waking = setTimeout(() => {
       this.waking = undefined
-      this.wakeAll()
+      if (this.sleepers.size === 0) this.wakePending = true
+      else this.wakeOne()
     }, this.options.wakeDelayMs)
   }
 
@@ -180,6 +187,16 @@ export class Dispatcher {
     for (const wakeUp of [...this.sleepers]) wakeUp()
   }
 
+  /**
+   * Wakes one sleeping loop; a loop whose claim leaves more waiting wakes the next. A
+   * single send wakes one loop, not all of them to race for it: each loop woken in vain
+   * looked and claimed for nothing, four store round trips a send where one does.
+   */
+  private wakeOne(): void {
+    const [wakeUp] = this.sleepers
+    wakeUp?.()
+  }
+
   private async run(loop: number): Promise<void> {
     while (this.running) {
       if (loop >= this.options.concurrencyWhileQueueing && this.options.queueing()) {
@@ -187,9 +204,12 @@ export class Dispatcher {
         continue
       }
       try {
-        const [singles, broadcasts] = await this.claim()
+        this.wakePending = false
+        const { singles, broadcasts, drained } = await this.claim()
         const count = singles.length + broadcasts.length
-        this.idleBefore = count === 0
+        // More waiting: another loop takes the next batch while this one hands this over.
+        if (!drained) this.wakeOne()
+        this.idleBefore = count === 0 || drained
         this.reclaimer.countTowardsReclaim(count)
         if (count === 0) await this.idle()
         else {
@@ -204,6 +224,9 @@ export class Dispatcher {
           // recipients' retry, so that those nodes (polling every idlePollMs) claim them,
           // rather than this one claiming them again first.
           if (deferred.reduce((sum, n) => sum + n, 0) === count) await this.idle(2 * DEFERRED_RETRY_MS)
+          // The queue held no more than this claim took, and nothing was queued here
+          // since: another claim now would find nothing. New sends wake a loop.
+          else if (drained && !this.wakePending) await this.idle()
         }
         // A store in memory answers synchronously and the simulator at once: without a turn
         // of the event loop between batches, requests would wait for the whole queue.
@@ -234,27 +257,30 @@ export class Dispatcher {
    * get the remainder). So a one-time passcode never waits behind a campaign (its parts
    * also take the carrier's window ahead of broadcast parts), a campaign started later
    * goes out beside the earlier one, and a steady trickle of single sends does not cut
-   * the broadcasts' batches down to a few recipients each. Answers the two groups,
-   * single sends first.
+   * the broadcasts' batches down to a few recipients each. Answers the two groups, and
+   * whether the queue was drained: the single sends came short of the batch and each
+   * broadcast of its share (a paced one's counts as short), so nothing due was left.
    */
-  private async claim(): Promise<[ClaimedRecipient[], ClaimedRecipient[]]> {
+  private async claim(): Promise<{ singles: ClaimedRecipient[]; broadcasts: ClaimedRecipient[]; drained: boolean }> {
     const { db, dialect, clock } = this.deps
     const now = clock.now().toISOString()
     // Idle, it looks with reads first: a claim is a write, and on SQLite a write, even one
     // that changes nothing, takes the store's one write lock from the requests.
-    if (this.idleBefore && !(await priorityDue(db, now)) && (await this.broadcastsDue(now)).length === 0) return [[], []]
+    if (this.idleBefore && !(await priorityDue(db, now)) && (await this.broadcastsDue(now)).length === 0) return { singles: [], broadcasts: [], drained: true }
     const claimedAt = performance.now()
     const claim = this.leases.claim()
     const batchSize = this.options.batchSize
     // Ahead of the other loops' broadcast statements on SQLite's one connection, like the
     // single sends' hand-off below: a one-time passcode does not queue behind campaigns.
     const priority = await aheadOfOthers(() => claimPriority(db, dialect, claim, now, batchSize))
+    let drained = priority.length < batchSize
     const broadcast: QueuedRecipientRow[] = []
     const room = batchSize - priority.length
     const broadcasts = room > 0 ? rotate(await this.broadcastsDue(now), this.broadcastTurn++) : []
     const controls = await this.controls.of(broadcasts)
     for (let i = 0; i < broadcasts.length && broadcast.length < room; i++) {
       let share = Math.ceil((room - broadcast.length) / (broadcasts.length - i))
+      const asked = share
       const control = controls.get(broadcasts[i]!)
       const pace = control?.maxPerMinute && control.broadcastId !== null ? await takePace(db, control.broadcastId, control.maxPerMinute, share, clock.now()) : undefined
       if (pace) share = pace.taken
@@ -263,9 +289,14 @@ export class Dispatcher {
       await pace?.giveBack(share - taken.length)
       // Fewer than asked: that broadcast's queue may be empty; look again next time.
       if (taken.length < share) this.broadcastsKnownAt = -Infinity
+      // All it was given: more may wait. One its pace cut short waits for its pace (the
+      // next claim is idlePollMs away at the most).
+      else if (share === asked) drained = false
       broadcast.push(...taken)
     }
-    return [this.held(priority, claimedAt), this.held(broadcast, claimedAt)]
+    // Broadcasts not reached in this claim (it was full before their turn) still wait.
+    if (broadcast.length >= room && broadcasts.length > 0) drained = false
+    return { singles: this.held(priority, claimedAt), broadcasts: this.held(broadcast, claimedAt), drained }
   }
 
   /**
