@@ -108,8 +108,11 @@ export class Dispatcher {
   private broadcastTurn = 0
   /** The last claim found nothing: the next looks with reads first. */
   private idleBefore = false
-  /** Recipients were queued here while no loop slept to be woken: a loop about to sleep claims again instead. */
-  private wakePending = false
+  /**
+   * Recipients were queued here since a claim last began: the next claim goes straight
+   * to the queue without looking first, and a loop about to sleep claims again instead.
+   */
+  private queuedHere = false
   /** The broadcasts with recipients waiting, as last looked up, and when. */
   private broadcastsKnown: { messageId: string; firstDueAt: string }[] = []
   private broadcastsKnownAt = -Infinity
@@ -162,15 +165,11 @@ export class Dispatcher {
     // are: looking them up again at each send (hundreds a second) walks the queue's index
     // as often, and took PostgreSQL several milliseconds of CPU per send during a broadcast.
     if (lane === 'broadcast') this.broadcastsKnownAt = -Infinity
-    if (this.waking) return
-    if (this.sleepers.size === 0) {
-      this.wakePending = true
-      return
-    }
+    this.queuedHere = true
+    if (this.waking || this.sleepers.size === 0) return
     this.waking = setTimeout(() => {
       this.waking = undefined
-      if (this.sleepers.size === 0) this.wakePending = true
-      else this.wakeOne()
+      this.wakeOne()
     }, this.options.wakeDelayMs)
   }
 
@@ -204,8 +203,9 @@ export class Dispatcher {
         continue
       }
       try {
-        this.wakePending = false
-        const { singles, broadcasts, drained } = await this.claim()
+        const queued = this.queuedHere
+        this.queuedHere = false
+        const { singles, broadcasts, drained } = await this.claim(queued)
         const count = singles.length + broadcasts.length
         // More waiting: another loop takes the next batch while this one hands this over.
         if (!drained) this.wakeOne()
@@ -226,7 +226,7 @@ export class Dispatcher {
           if (deferred.reduce((sum, n) => sum + n, 0) === count) await this.idle(2 * DEFERRED_RETRY_MS)
           // The queue held no more than this claim took, and nothing was queued here
           // since: another claim now would find nothing. New sends wake a loop.
-          else if (drained && !this.wakePending) await this.idle()
+          else if (drained && !this.queuedHere) await this.idle()
         }
         // A store in memory answers synchronously and the simulator at once: without a turn
         // of the event loop between batches, requests would wait for the whole queue.
@@ -261,12 +261,13 @@ export class Dispatcher {
    * whether the queue was drained: the single sends came short of the batch and each
    * broadcast of its share (a paced one's counts as short), so nothing due was left.
    */
-  private async claim(): Promise<{ singles: ClaimedRecipient[]; broadcasts: ClaimedRecipient[]; drained: boolean }> {
+  private async claim(queuedHere: boolean): Promise<{ singles: ClaimedRecipient[]; broadcasts: ClaimedRecipient[]; drained: boolean }> {
     const { db, dialect, clock } = this.deps
     const now = clock.now().toISOString()
     // Idle, it looks with reads first: a claim is a write, and on SQLite a write, even one
-    // that changes nothing, takes the store's one write lock from the requests.
-    if (this.idleBefore && !(await priorityDue(db, now)) && (await this.broadcastsDue(now)).length === 0) return { singles: [], broadcasts: [], drained: true }
+    // that changes nothing, takes the store's one write lock from the requests. Not when
+    // this node has just queued recipients: the claim will find them.
+    if (this.idleBefore && !queuedHere && !(await priorityDue(db, now)) && (await this.broadcastsDue(now)).length === 0) return { singles: [], broadcasts: [], drained: true }
     const claimedAt = performance.now()
     const claim = this.leases.claim()
     const batchSize = this.options.batchSize
