@@ -98,7 +98,10 @@ const BROADCASTS_LOOKED_UP_EVERY_MS = 1_000
 export class Dispatcher {
   private running = false
   private loops: Promise<void>[] = []
+  /** Loops waiting for a send or the next poll: wake() wakes one of them. */
   private readonly sleepers = new Set<() => void>()
+  /** Loops kept out of claiming while a broadcast is queued, or after a failure: only stop() cuts their wait short. */
+  private readonly parked = new Set<() => void>()
   private waking: NodeJS.Timeout | undefined
   private readonly messages: MessageInfoCache
   private readonly slots = new Map<Carrier, Semaphore>()
@@ -110,7 +113,8 @@ export class Dispatcher {
   private idleBefore = false
   /**
    * Recipients were queued here since a claim last began: the next claim goes straight
-   * to the queue without looking first, and a loop about to sleep claims again instead.
+   * to the queue without looking first, and a loop about to sleep claims again instead
+   * (see sleep).
    */
   private queuedHere = false
   /** The broadcasts with recipients waiting, as last looked up, and when. */
@@ -175,15 +179,14 @@ export class Dispatcher {
 
   async stop(): Promise<void> {
     this.running = false
-    clearTimeout(this.waking)
-    this.waking = undefined
+    this.cancelWake()
     this.wakeAll()
     await Promise.all(this.loops)
     await this.reclaimer.settled()
   }
 
   private wakeAll(): void {
-    for (const wakeUp of [...this.sleepers]) wakeUp()
+    for (const wakeUp of [...this.sleepers, ...this.parked]) wakeUp()
   }
 
   /**
@@ -199,19 +202,21 @@ export class Dispatcher {
   private async run(loop: number): Promise<void> {
     while (this.running) {
       if (loop >= this.options.concurrencyWhileQueueing && this.options.queueing()) {
-        await this.idle()
+        await this.park()
         continue
       }
       try {
         const queued = this.queuedHere
         this.queuedHere = false
+        // This claim takes what was queued: no other loop need be woken for it.
+        if (queued) this.cancelWake()
         const { singles, broadcasts, drained } = await this.claim(queued)
         const count = singles.length + broadcasts.length
         // More waiting: another loop takes the next batch while this one hands this over.
         if (!drained) this.wakeOne()
         this.idleBefore = count === 0 || drained
         this.reclaimer.countTowardsReclaim(count)
-        if (count === 0) await this.idle()
+        if (count === 0) await this.sleep()
         else {
           // Each group is recorded once its own recipients are handed over: a single send
           // is not left queued until the broadcast recipients of its batch are handed over too.
@@ -223,32 +228,52 @@ export class Dispatcher {
           // All of it left for the nodes that bind its carriers: this node waits past the
           // recipients' retry, so that those nodes (polling every idlePollMs) claim them,
           // rather than this one claiming them again first.
-          if (deferred.reduce((sum, n) => sum + n, 0) === count) await this.idle(2 * DEFERRED_RETRY_MS)
-          // The queue held no more than this claim took, and nothing was queued here
-          // since: another claim now would find nothing. New sends wake a loop.
-          else if (drained && !this.queuedHere) await this.idle()
+          if (deferred.reduce((sum, n) => sum + n, 0) === count) await this.sleep(2 * DEFERRED_RETRY_MS)
+          // The queue held no more than this claim took: another claim now would find
+          // nothing. New sends wake a loop.
+          else if (drained) await this.sleep()
         }
         // A store in memory answers synchronously and the simulator at once: without a turn
         // of the event loop between batches, requests would wait for the whole queue.
         await setImmediate()
       } catch (err) {
         this.logger.error({ err }, 'dispatch failed; retrying')
-        await this.idle()
+        await this.park()
       }
     }
   }
 
-  private idle(ms = this.options.idlePollMs): Promise<void> {
+  /**
+   * Waits `ms` for the next poll, or until a send wakes this loop. Not at all when a send
+   * came while this loop was claiming or handing over and no loop has claimed since: with
+   * every loop busy then, no sleeping one was woken for it.
+   */
+  private sleep(ms = this.options.idlePollMs): Promise<void> {
+    if (this.queuedHere) return Promise.resolve()
+    return this.wait(ms, this.sleepers)
+  }
+
+  /** Waits `ms`, deaf to sends. */
+  private park(ms = this.options.idlePollMs): Promise<void> {
+    return this.wait(ms, this.parked)
+  }
+
+  private wait(ms: number, waiters: Set<() => void>): Promise<void> {
     if (!this.running) return Promise.resolve()
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer)
-        this.sleepers.delete(done)
+        waiters.delete(done)
         resolve()
       }
       const timer = setTimeout(done, ms)
-      this.sleepers.add(done)
+      waiters.add(done)
     })
+  }
+
+  private cancelWake(): void {
+    clearTimeout(this.waking)
+    this.waking = undefined
   }
 
   /**

@@ -100,7 +100,8 @@ export async function sendSms(deps: MessagingDeps, sender: Sender, body: SendSms
         if (idempotencyKey !== undefined) await idempotency.complete(trx, sender.accountId, idempotencyKey, outcome)
       })
     }
-    deps.queued('priority')
+    // One scheduled for later is found by the dispatcher's poll when it comes due.
+    if (dueAt <= now.toISOString()) deps.queued('priority')
     deps.metrics.recipientsQueued('api', outcome.body.recipients)
     return outcome
   } catch (err) {
