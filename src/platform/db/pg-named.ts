@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { isLiveName, NAME_PREFIX, namesGivenUpSoFar, repeatedText, statementName } from './prepared.js'
+import { NAME_PREFIX, namesGivenUpSoFar, repeatedText, statementName } from './prepared.js'
 
 /** How the pool turns a column's text into a value (connect.ts sets int8 and numeric to numbers). */
 export type TypeParserLookup = (oid: number, format?: 'text' | 'binary') => (text: string) => unknown
@@ -81,8 +81,9 @@ function closeGivenUp(connection: Connection): void {
   const givenUp = namesGivenUpSoFar()
   if (swept.get(connection) === givenUp) return
   swept.set(connection, givenUp)
-  for (const name of Object.keys(connection.parsedStatements)) {
-    if (isLiveName(name) || !name.startsWith(NAME_PREFIX)) continue
+  for (const [name, text] of Object.entries(connection.parsedStatements)) {
+    // Still the name of its text: in use.
+    if (!name.startsWith(NAME_PREFIX) || text === undefined || statementName(text) === name) continue
     connection.close({ type: 'S', name })
     delete connection.parsedStatements[name]
     described.get(connection)?.delete(name)

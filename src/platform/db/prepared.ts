@@ -65,8 +65,6 @@ class Placeholder {}
 const statementNames = new Map<string, string>()
 /** Repeated texts and their names, least recently run first. */
 const repeatedNames = new Map<string, string>()
-/** Every name in use: those in statementNames and repeatedNames. */
-const liveNames = new Set<string>()
 let namesGiven = 0
 let namesGivenUp = 0
 
@@ -92,11 +90,7 @@ const PREPARABLE = /^\s*(select|insert|update|delete|with|values)\b/i
 /** What every name starts with: a connection closes only statements of such names. */
 export const NAME_PREFIX = 'prepared_'
 
-const newName = (): string => {
-  const name = `${NAME_PREFIX}${++namesGiven}`
-  liveNames.add(name)
-  return name
-}
+const newName = (): string => `${NAME_PREFIX}${++namesGiven}`
 
 /** The name `text` goes by from now on; undefined once MAX_PREPARED_TEXTS are named. */
 function nameStatement(text: string): string | undefined {
@@ -154,19 +148,13 @@ export function repeatedText(text: string): string | undefined {
   }
   runsOf.delete(text)
   if (repeatedNames.size >= MAX_REPEATED_TEXTS) {
-    const [leastRecent, givenUp] = repeatedNames.entries().next().value!
-    repeatedNames.delete(leastRecent)
-    liveNames.delete(givenUp)
+    const [leastRecent] = repeatedNames.keys()
+    repeatedNames.delete(leastRecent!)
     namesGivenUp++
   }
   const name = newName()
   repeatedNames.set(text, name)
   return name
-}
-
-/** Whether `name` still names a statement: a connection closes those that do not. */
-export function isLiveName(name: string): boolean {
-  return liveNames.has(name)
 }
 
 /** How many names have been given up so far: a connection that has seen as many has nothing to close. */

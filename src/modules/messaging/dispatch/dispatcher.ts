@@ -214,7 +214,8 @@ export class Dispatcher {
         const count = singles.length + broadcasts.length
         // More waiting: another loop takes the next batch while this one hands this over.
         if (!drained) this.wakeOne()
-        this.idleBefore = count === 0 || drained
+        // A claim that took nothing is drained too.
+        this.idleBefore = drained
         this.reclaimer.countTowardsReclaim(count)
         if (count === 0) await this.sleep()
         else {
