@@ -11,15 +11,26 @@ import { freshDatabase, testStoreKind } from './store.js'
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
-/** A port nothing listens on right now: the kernel picks one, we let it go. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A port nothing listens on right now, for a process started next to listen on. It is drawn
+ * below Linux's ephemeral range (32768-60999 by default): a port the kernel hands out
+ * (listen(0), or the local end of any outgoing connection, to PostgreSQL, Redis or another
+ * test's server) can be taken by such a connection between this probe and the child's
+ * listen, which then fails with EADDRINUSE. Below the range only another explicit bind can.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    if (await canListen(port)) return port
+  }
+  throw new Error('no free port below the ephemeral range after 50 tries')
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const probe = createServer()
-    probe.on('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address()
-      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))))
-    })
+    probe.once('error', () => resolve(false))
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)))
   })
 }
 
