@@ -5,8 +5,8 @@ export { compileRuleSet } from './segments/sql.js'
 export { parseRules, type Rule, type RuleSet } from './segments/rules.js'
 /** A broadcast's audience (a contact list or a segment) as one SQL predicate over `contacts`; 404 for a missing or foreign one. */
 export { compileAudience } from './segments/service.js'
-/** Opt-out by phone number, for sends (skip) and inbound STOP/START (record). */
-export { optedOutAmong, setOptedOut } from './opt-out.js'
+/** Opt-out by phone number, for sends (skip), dispatch claims (skip) and inbound STOP/START (record). */
+export { optedOutAmong, optedOutTerm, setOptedOut } from './opt-out.js'
 /**
  * Live counts of the contacts a predicate selects, off the request connection on SQLite:
  * countRecipients leaves opted-out ones out (what a broadcast sends to); countAudience

@@ -3,6 +3,7 @@ import type { Clock } from '../../platform/clock.js'
 import type { Dialect } from '../../platform/db/dialect.js'
 import type { DB } from '../../platform/db/schema.js'
 import type { Leases } from '../../platform/lease.js'
+import type { MessageRow } from './dispatch/message-cache.js'
 import type { MessagingMetrics } from './metrics.js'
 import type { PriceList } from './routing/pricing.js'
 
@@ -15,8 +16,9 @@ export interface MessagingDeps {
   /**
    * Wakes the dispatcher after new recipients are queued: single sends and replies
    * ('priority'), or a broadcast's ('broadcast'), which it looks up among those waiting.
+   * A single send passes its message as written, so that its hand-off need not read it.
    */
-  queued(lane: 'priority' | 'broadcast'): void
+  queued(lane: 'priority' | 'broadcast', message?: MessageRow): void
   /** Claims of background work (scheduled and started broadcasts). */
   leases: Leases
   /** Writes the recipients of a broadcast this node has started and claimed. */

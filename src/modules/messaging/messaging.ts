@@ -125,7 +125,7 @@ export class Messaging implements AppModule {
       clock,
       demand,
       leases,
-      queued: (lane) => this.dispatcher.wake(lane),
+      queued: (lane, message) => this.dispatcher.wake(lane, message),
       queueBroadcast: (broadcastId) => this.broadcastQueue.queue(broadcastId),
       metrics: messagingMetrics,
       priceOf: (accountId, phoneNumber) => this.connections.routes.choose(accountId, phoneNumber)?.price ?? 1,

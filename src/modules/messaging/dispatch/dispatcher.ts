@@ -1,6 +1,5 @@
 import { setImmediate } from 'node:timers/promises'
 import type { Logger } from 'pino'
-import { optedOutAmong } from '../../audience/index.js'
 import type { Leases } from '../../../platform/lease.js'
 import type { EventDemand } from '../../../platform/outbox/demand.js'
 import type { Carrier, OutgoingPart, SubmitResult } from '../carriers/carrier.js'
@@ -13,7 +12,7 @@ import { splitSms } from '../encoding.js'
 import { HandoffJournal, recordedParts, type RecordedPart } from './handoff-journal.js'
 import { partId, recordHandoffs, type AcceptedByCarrier, type ClaimedRecipient, type Handoff, type MessageInfo } from './handoffs.js'
 import { OPT_OUT_REPLY } from '../inbound/service.js'
-import { MessageInfoCache } from './message-cache.js'
+import { MessageInfoCache, type MessageRow } from './message-cache.js'
 import { QueueReclaimer } from './queue-reclaimer.js'
 import type { ReceiptRecorder } from './receipts.js'
 import { Semaphore } from '../../../platform/semaphore.js'
@@ -163,8 +162,12 @@ export class Dispatcher {
     this.loops = Array.from({ length: this.options.concurrency }, (_, loop) => this.run(loop))
   }
 
-  /** New recipients are queued: look now (after wakeDelayMs) instead of at the next poll. */
-  wake(lane: 'priority' | 'broadcast'): void {
+  /**
+   * New recipients are queued: look now (after wakeDelayMs) instead of at the next poll.
+   * With their message as written, its hand-off here does not read it back.
+   */
+  wake(lane: 'priority' | 'broadcast', message?: MessageRow): void {
+    if (message !== undefined) this.messages.remember(message)
     // A new broadcast may be among them. Single sends leave the broadcasts known as they
     // are: looking them up again at each send (hundreds a second) walks the queue's index
     // as often, and took PostgreSQL several milliseconds of CPU per send during a broadcast.
@@ -363,6 +366,7 @@ export class Dispatcher {
       content: r.content,
       segments: r.segments === null ? null : Number(r.segments),
       timeZone: r.time_zone,
+      optedOut: Boolean(r.opted_out),
     }))
     for (const r of claimed) this.leases.hold('message_recipients', r.id, { claimedAt })
     return claimed.sort((a, b) => a.id - b.id)
@@ -388,7 +392,7 @@ export class Dispatcher {
     const startedAt = performance.now()
     try {
       const messages = await this.messages.messagesOf(claimed)
-      const optedOut = await this.optedOut(claimed, messages)
+      const optedOut = this.optedOut(claimed, messages)
       const toHand = claimed.filter((r) => !optedOut.has(r))
       const recorded = await this.partsRecordedBefore(toHand, messages)
       const handoffs = await Promise.all(toHand.map((r) => this.handOver(r, messages.get(r.messageId)!, recorded.get(r.id))))
@@ -412,23 +416,17 @@ export class Dispatcher {
   }
 
   /**
-   * Recipients who opted out after they were queued are not sent anything, except the
-   * confirmation of the opt-out itself. An opt-in confirmation still queued when the
-   * number opted out again is not sent either.
+   * Recipients who opted out after they were queued (as their claim found them) are not
+   * sent anything, except the confirmation of the opt-out itself. An opt-in confirmation
+   * still queued when the number opted out again is not sent either.
    */
-  private async optedOut(claimed: ClaimedRecipient[], messages: Map<string, MessageInfo>): Promise<Set<ClaimedRecipient>> {
-    const byAccount = new Map<string, ClaimedRecipient[]>()
-    for (const r of claimed) {
-      const message = messages.get(r.messageId)!
-      if (message.kind === 'reply' && message.parts.join('') === OPT_OUT_REPLY) continue
-      byAccount.set(r.accountId, [...(byAccount.get(r.accountId) ?? []), r])
-    }
-    const out = new Set<ClaimedRecipient>()
-    for (const [accountId, recipients] of byAccount) {
-      const numbers = await optedOutAmong(this.deps.db, accountId, recipients.map((r) => r.phoneNumber))
-      for (const r of recipients) if (numbers.has(r.phoneNumber)) out.add(r)
-    }
-    return out
+  private optedOut(claimed: ClaimedRecipient[], messages: Map<string, MessageInfo>): Set<ClaimedRecipient> {
+    return new Set(
+      claimed.filter((r) => {
+        const message = messages.get(r.messageId)!
+        return r.optedOut && !(message.kind === 'reply' && message.parts.join('') === OPT_OUT_REPLY)
+      }),
+    )
   }
 
   /**

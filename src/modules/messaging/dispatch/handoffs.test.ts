@@ -81,7 +81,7 @@ describe('recordHandoffs', () => {
     // second it could not hand over now: back to the queue, due again at retryAt.
     const handoffs: Handoff[] = []
     for (const row of [lost, held]) {
-      const recipient: ClaimedRecipient = { id: Number(row.id), messageId: row.message_id, accountId: row.account_id, phoneNumber: row.phone_number, price: Number(row.price), content: null, segments: null, timeZone: null }
+      const recipient: ClaimedRecipient = { id: Number(row.id), messageId: row.message_id, accountId: row.account_id, phoneNumber: row.phone_number, price: Number(row.price), content: null, segments: null, timeZone: null, optedOut: false }
       const first = await carrier.submit({ partId: `${row.id}:1`, from: 'Acme', to: row.phone_number, text: 'first', encoding: 'GSM-7' })
       if (!first.ok) throw new Error('the simulator takes every part')
       handoffs.push({ recipient, message, carrier, carrierName: 'simulator', accepted: [{ sequence: 1, carrierMessageId: first.carrierMessageId, carrier }], error: 'not now', retryAt })

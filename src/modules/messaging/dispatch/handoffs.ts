@@ -25,6 +25,8 @@ export interface ClaimedRecipient {
   segments: number | null
   /** Its time zone for a send window; null: the window's. */
   timeZone: string | null
+  /** Its number had opted out of its account when it was claimed. */
+  optedOut: boolean
 }
 
 export interface MessageInfo {

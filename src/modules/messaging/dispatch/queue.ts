@@ -1,6 +1,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely'
 import type { Dialect } from '../../../platform/db/dialect.js'
 import type { DB } from '../../../platform/db/schema.js'
+import { optedOutTerm } from '../../audience/index.js'
 
 /**
  * The dispatch queue's two lanes (message_recipients.lane), each with a partial index
@@ -23,6 +24,8 @@ export interface QueuedRecipientRow {
   content: string | null
   segments: number | null
   time_zone: string | null
+  /** Whether its number had opted out of its account when it was claimed. */
+  opted_out: boolean | number
 }
 
 interface Claim {
@@ -98,6 +101,7 @@ async function claimWhere(db: Kysely<DB>, claim: Claim, candidates: RawBuilder<u
   const { rows } = await sql<QueuedRecipientRow>`
     update message_recipients set lease_owner = ${claim.lease_owner}, lease_expires_at = ${claim.lease_expires_at}
     where id in (${candidates})
-    returning id, message_id, account_id, phone_number, price, content, segments, time_zone`.execute(db)
+    returning id, message_id, account_id, phone_number, price, content, segments, time_zone,
+      ${optedOutTerm('message_recipients.account_id', 'message_recipients.phone_number')} as opted_out`.execute(db)
   return rows
 }

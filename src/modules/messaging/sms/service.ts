@@ -101,7 +101,7 @@ export async function sendSms(deps: MessagingDeps, sender: Sender, body: SendSms
       })
     }
     // One scheduled for later is found by the dispatcher's poll when it comes due.
-    if (dueAt <= now.toISOString()) deps.queued('priority')
+    if (dueAt <= now.toISOString()) deps.queued('priority', message)
     deps.metrics.recipientsQueued('api', outcome.body.recipients)
     return outcome
   } catch (err) {
