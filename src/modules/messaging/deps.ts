@@ -30,6 +30,8 @@ export interface MessagingDeps {
   priceListOf(accountId: string): PriceList
   /** PUBLIC_URL: where recipients reach this server (tracked links); undefined when not set. */
   publicUrl: string | undefined
+  /** This node has written every recipient of the broadcasts it was queueing: dispatch loops held back meanwhile claim now, not at their next poll. */
+  queueingEnded(): void
   /** A broadcast was paused, resumed or cancelled here: the dispatcher looks again now rather than within the second. */
   broadcastControlled(broadcastId: string): void
 }

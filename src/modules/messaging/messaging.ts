@@ -131,6 +131,7 @@ export class Messaging implements AppModule {
       priceOf: (accountId, phoneNumber) => this.connections.routes.choose(accountId, phoneNumber)?.price ?? 1,
       priceListOf: (accountId) => priceListFor(this.connections.routes, accountId),
       publicUrl: options.publicUrl,
+      queueingEnded: () => this.dispatcher.queueingEnded(),
       broadcastControlled: (broadcastId) => this.dispatcher.broadcastControlled(broadcastId),
     }
     this.background = { ...this.deps, db: store.background }

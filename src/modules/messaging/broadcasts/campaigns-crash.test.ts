@@ -225,16 +225,20 @@ describe('a cancelled broadcast deleted after a SIGKILL', () => {
     const { url, database } = await childDatabase()
     const first = await start(url, { LEASE_TTL_MS: '20000' })
     const campaign = await startCampaign(first, RECIPIENTS, CREDITS)
-    // Killed once every recipient is queued, while the dispatcher is part-way through them.
+    // Killed once every recipient is queued, while the dispatcher is part-way through them:
+    // on PostgreSQL, once a batch is seen in flight (claimed, not yet recorded), as the
+    // dispatch loops held back while the broadcast was queued take up claiming.
+    const heldNow = async () =>
+      Number((await read<any>(database, `select count(*) as n from message_recipients where message_id = $1 and status = 'queued' and lease_owner is not null`, [campaign.messageId]))[0].n)
     await expect
       .poll(async () => (await first.get(`/v1/sms/${campaign.messageId}`, { token: campaign.key })).body.recipientCount, { timeout: 60_000, interval: 5 })
       .toBe(RECIPIENTS)
+    if (database.kind === 'postgres') await expect.poll(heldNow, { timeout: 60_000, interval: 1 }).toBeGreaterThan(0)
     await first.kill('SIGKILL')
     const atCrash = await recipientRows(database, campaign.messageId)
     expect(atCrash.queued).toBeGreaterThan(0)
-    const [held] = await read<any>(database, `select count(*) as n from message_recipients where message_id = $1 and status = 'queued' and lease_owner is not null`, [campaign.messageId])
     // The case this test is about: a batch was in flight (four run at once on PostgreSQL at full speed).
-    if (database.kind === 'postgres') expect(Number(held.n)).toBeGreaterThan(0)
+    if (database.kind === 'postgres') expect(await heldNow()).toBeGreaterThan(0)
 
     const second = await start(url)
     const cancelled = await second.post(`/v1/broadcasts/${campaign.broadcastId}/cancel`, { token: campaign.key })

@@ -67,6 +67,7 @@ export class BroadcastQueue {
       .finally(() => {
         this.leases.release('broadcasts', broadcastId)
         this.running.delete(broadcastId)
+        if (this.running.size === 0) this.deps.queueingEnded()
       })
     this.running.set(broadcastId, run)
   }

@@ -188,6 +188,12 @@ export class Dispatcher {
     await this.reclaimer.settled()
   }
 
+  /** No broadcast is being queued here any more: the loops held back meanwhile claim now. */
+  queueingEnded(): void {
+    if (!this.running) return
+    for (const wakeUp of [...this.parked]) wakeUp()
+  }
+
   private wakeAll(): void {
     for (const wakeUp of [...this.sleepers, ...this.parked]) wakeUp()
   }
