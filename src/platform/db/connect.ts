@@ -17,7 +17,6 @@ import type { DatabaseConfig } from '../config.js'
 import { BlockingStorePace, connectedStorePace, registerBulkWrites, type BulkWriterTarget, type WritePace } from './bulk-writes.js'
 import { postgresDialect, sqliteDialect, type Dialect } from './dialect.js'
 import { postgresClientConfig, typeParser } from './pg-config.js'
-import { PostgresDriverWritingAhead } from './pg-driver.js'
 import { namingPreparedStatements } from './pg-named.js'
 import { PgReader } from './pg-reader-client.js'
 import { PipelinedReads } from './pg-pipeline.js'
@@ -356,14 +355,6 @@ function openPostgres(url: string, schema: string | undefined, logger: Logger | 
  * create their tables, keeps each schema's migrations apart.
  */
 class CurrentSchemaPostgresDialect extends PostgresDialect {
-  constructor(private readonly config: { pool: pg.Pool }) {
-    super(config)
-  }
-
-  override createDriver(): Driver {
-    return new PostgresDriverWritingAhead(this.config.pool, typeParser)
-  }
-
   override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
     const inner = super.createIntrospector(db)
     const getTables = async (options?: DatabaseMetadataOptions) => {

@@ -21,20 +21,12 @@ export function namingPreparedStatements(client: pg.PoolClient, parserFor: TypeP
   const query = client.query.bind(client) as (...args: unknown[]) => unknown
   client.query = ((...args: unknown[]) => {
     const [text, values] = args
-    const name = typeof text === 'string' && Array.isArray(values) ? nameOf(text, values) : undefined
+    // Without values pg sends a text by the simple protocol, which takes several
+    // statements at once: such a text is named only when the code says so.
+    const name = typeof text === 'string' && Array.isArray(values) ? (values.length > 0 ? repeatedText(text) : statementName(text)) : undefined
     return name === undefined ? query(...args) : runNamed(client, name, text as string, values as unknown[], parserFor)
   }) as typeof client.query
   return client
-}
-
-/**
- * The name a text runs under: its prepared query's, or its own once it keeps coming back
- * (repeatedText); undefined for the unnamed statement. Without values pg sends a text by
- * the simple protocol, which takes several statements at once: such a text is named only
- * when the code says so.
- */
-export function nameOf(text: string, values: readonly unknown[]): string | undefined {
-  return values.length > 0 ? repeatedText(text) : statementName(text)
 }
 
 // pg's own query(), not the wrapper above: it takes a Submittable as it is.
@@ -42,24 +34,8 @@ const submit = pg.Client.prototype.query as (this: pg.ClientBase, submittable: p
 
 /** Runs `text` as the named statement `name` on `client` (see NamedExecution). */
 export function runNamed(client: pg.ClientBase, name: string, text: string, values: unknown[], parserFor: TypeParserLookup): Promise<NamedResult> {
-  return runStatements(client, [{ name, text, values }], parserFor)
-}
-
-/** A statement of an exchange: named ('' for the unnamed statement, parsed every time). */
-export interface Statement {
-  name: string
-  text: string
-  values: unknown[]
-}
-
-/**
- * Runs statements in one exchange with PostgreSQL (one write, one Sync) and answers the
- * last one's result. The ones before it are writes whose answers no one reads: if one
- * fails, PostgreSQL skips the rest and the exchange fails with its error.
- */
-export function runStatements(client: pg.ClientBase, statements: readonly Statement[], parserFor: TypeParserLookup): Promise<NamedResult> {
   return new Promise((resolve, reject) => {
-    const execution = new NamedExecution(statements, parserFor, (err, result) => (err ? reject(err) : resolve(result!)))
+    const execution = new NamedExecution(name, text, values, parserFor, (err, result) => (err ? reject(err) : resolve(result!)))
     submit.call(client, execution as unknown as pg.Submittable)
   })
 }
@@ -123,9 +99,6 @@ const prepareValue = (pg as unknown as { utils: { prepareValue(value: unknown): 
  * the columns kept from then. A named statement's columns cannot change under it
  * (PostgreSQL refuses to run it: "cached plan must not change result type"), and pg
  * spends more parsing a row description than reading the row itself.
- *
- * Writes whose answers no one reads can go ahead of it in the same exchange (runStatements):
- * each is parsed, bound and executed before it, and only its own rows are kept.
  */
 class NamedExecution {
   private columns: Columns | undefined
@@ -135,54 +108,36 @@ class NamedExecution {
   private rowCount: number | null = null
   private failure: Error | undefined
   private settled = false
-  /** The statement PostgreSQL answers now: each ends with CommandComplete. */
-  private answering = 0
-  private readonly last: number
 
   constructor(
-    private readonly statements: readonly Statement[],
+    // pg reads name and text to keep its own record of what each connection has parsed.
+    readonly name: string,
+    readonly text: string,
+    private readonly values: unknown[],
     private readonly parserFor: TypeParserLookup,
     private readonly callback: (err: Error | null, result?: NamedResult) => void,
-  ) {
-    this.last = statements.length - 1
-  }
-
-  // pg reads name and text, as the statement being answered, to keep its own record of
-  // what each connection has parsed.
-  get name(): string {
-    return this.statements[this.answering]?.name ?? ''
-  }
-
-  get text(): string {
-    return this.statements[this.answering]?.text ?? ''
-  }
+  ) {}
 
   submit(connection: Connection): void {
     this.connection = connection
     connection.stream.cork()
     try {
       closeGivenUp(connection)
-      const { name: lastName } = this.statements[this.last]!
-      this.columns = lastName === '' ? undefined : described.get(connection)?.get(lastName)
-      for (let i = 0; i <= this.last; i++) {
-        const { name, text, values } = this.statements[i]!
-        if (name === '') connection.parse({ text, name })
-        else if (connection.parsedStatements[name] === undefined && connection.submittedNamedStatements[name] === undefined) {
-          connection.parse({ text, name })
-          connection.submittedNamedStatements[name] = text
-        }
-        try {
-          connection.bind({ portal: '', statement: name, values, valueMapper: prepareValue })
-        } catch (err) {
-          // A value pg cannot write: nothing of this Bind was sent; Sync ends the exchange,
-          // and the failure is answered whatever became of the statements before it.
-          this.failure = err as Error
-          connection.sync()
-          return
-        }
-        if (i === this.last && this.columns === undefined) connection.describe({ type: 'P', name: '' })
-        connection.execute({ portal: '' })
+      this.columns = described.get(connection)?.get(this.name)
+      if (connection.parsedStatements[this.name] === undefined && connection.submittedNamedStatements[this.name] === undefined) {
+        connection.parse({ text: this.text, name: this.name })
+        connection.submittedNamedStatements[this.name] = this.text
       }
+      try {
+        connection.bind({ portal: '', statement: this.name, values: this.values, valueMapper: prepareValue })
+      } catch (err) {
+        // A value pg cannot write: nothing of the Bind was sent; Sync ends the exchange.
+        this.failure = err as Error
+        connection.sync()
+        return
+      }
+      if (this.columns === undefined) connection.describe({ type: 'P', name: '' })
+      connection.execute({ portal: '' })
       connection.sync()
     } finally {
       connection.stream.uncork()
@@ -195,7 +150,6 @@ class NamedExecution {
       parsers: message.fields.map((field) => this.parserFor(field.dataTypeID, field.format)),
     }
     this.columns = columns
-    if (this.name === '') return
     const connection = this.connection!
     let statements = described.get(connection)
     if (statements === undefined) described.set(connection, (statements = new Map()))
@@ -203,7 +157,7 @@ class NamedExecution {
   }
 
   handleDataRow(message: { fields: (string | null)[] }): void {
-    if (this.failure !== undefined || this.answering !== this.last) return
+    if (this.failure !== undefined) return
     const { names, parsers } = this.columns!
     const row: Record<string, unknown> = {}
     try {
@@ -219,7 +173,6 @@ class NamedExecution {
   }
 
   handleCommandComplete(message: { text: string }): void {
-    if (this.answering++ !== this.last) return
     // "SELECT 3", "UPDATE 2", "INSERT 0 1": the command, then the row count last.
     const words = message.text.split(' ')
     this.command = words[0]!
@@ -232,20 +185,10 @@ class NamedExecution {
   }
 
   handleError(err: Error): void {
-    // PostgreSQL skipped what followed the failed statement: a Parse among it was never
-    // run, and is to be sent again next time (pg forgets the failed one's itself).
-    const connection = this.connection
-    if (connection !== undefined) {
-      for (const { name } of this.statements.slice(this.answering + 1)) {
-        if (name !== '' && connection.parsedStatements[name] === undefined) delete connection.submittedNamedStatements[name]
-      }
-    }
     this.settle(err)
   }
 
-  handleEmptyQuery(): void {
-    this.answering++
-  }
+  handleEmptyQuery(): void {}
 
   handlePortalSuspended(): void {}
 

@@ -11,11 +11,9 @@ const writtenAhead = new WeakSet<CompiledQuery>()
  * the answers to the transaction's statements before it: a recording transaction's writes
  * then run one after another there, instead of one per round trip to the thread that
  * serves requests, which held the store's one write lock several times longer than the
- * statements took (and every request that writes waited for it). On PostgreSQL it waits
- * on the connection and goes out with the transaction's next statement that is waited
- * for, or its commit, in one exchange (pg-driver.ts). A failure still fails the
- * transaction, at its next statement that waits for an answer or at its commit. Outside a
- * transaction, or on a store in memory, it runs as any statement.
+ * statements took (and every request that writes waited for it). A failure still fails
+ * the transaction, at its next statement that waits for an answer or at its commit.
+ * Elsewhere (PostgreSQL, a store in memory) it runs as any statement.
  */
 export async function writeAhead(trx: Kysely<any>, write: AheadWrite): Promise<void> {
   const compiled = 'compile' in write ? write.compile(trx) : write
