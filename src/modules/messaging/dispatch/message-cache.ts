@@ -7,7 +7,8 @@ import type { ClaimedRecipient, MessageInfo } from './handoffs.js'
 const MESSAGES_CACHED = 1000
 
 /** The columns of a message the dispatcher hands over with. */
-export type MessageRow = Pick<MessagesTable, 'id' | 'account_id' | 'kind' | 'broadcast_id' | 'content' | 'sender_id' | 'sandbox' | 'segments' | 'created_at'>
+const MESSAGE_COLUMNS = ['id', 'account_id', 'kind', 'broadcast_id', 'content', 'sender_id', 'sandbox', 'segments', 'created_at'] as const
+export type MessageRow = Pick<MessagesTable, (typeof MESSAGE_COLUMNS)[number]>
 
 export class MessageInfoCache {
   private readonly messages = new Map<string, MessageInfo>()
@@ -19,7 +20,7 @@ export class MessageInfoCache {
     if (missing.length > 0) {
       const rows = await this.db
         .selectFrom('messages')
-        .select(['id', 'account_id', 'kind', 'broadcast_id', 'content', 'sender_id', 'sandbox', 'segments', 'created_at'])
+        .select(MESSAGE_COLUMNS)
         .where('id', 'in', missing)
         .execute()
       for (const row of rows) this.remember(row)
