@@ -41,6 +41,8 @@ export interface MessagingOptions {
   dispatchBatchSize: number
   /** Dispatch batches in flight at once (see DispatcherOptions). */
   dispatchConcurrency: number
+  /** Dispatch batches in flight at once while every carrier is a simulator (see DispatcherOptions). */
+  dispatchConcurrencyInProcess: number
   /** Batches in flight while this node queues a broadcast (at most dispatchConcurrency). */
   dispatchConcurrencyWhileQueueing: number
   scheduler?: BroadcastSchedulerOptions
@@ -198,6 +200,7 @@ export class Messaging implements AppModule {
       batchSize,
       idlePollMs: 250,
       concurrency: options.dispatchConcurrency,
+      concurrencyInProcess: options.dispatchConcurrencyInProcess,
       concurrencyWhileQueueing: options.dispatchConcurrencyWhileQueueing,
       queueing: () => this.broadcastQueue.walking,
       wakeDelayMs: 2,

@@ -237,7 +237,7 @@ describe('a cancelled broadcast deleted after a SIGKILL', () => {
     await first.kill('SIGKILL')
     const atCrash = await recipientRows(database, campaign.messageId)
     expect(atCrash.queued).toBeGreaterThan(0)
-    // The case this test is about: a batch was in flight (four run at once on PostgreSQL at full speed).
+    // The case this test is about: a batch was in flight (claimed, not yet recorded).
     if (database.kind === 'postgres') expect(await heldNow()).toBeGreaterThan(0)
 
     const second = await start(url)

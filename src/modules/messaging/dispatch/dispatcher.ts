@@ -30,6 +30,14 @@ export interface DispatcherOptions {
    */
   concurrency: number
   /**
+   * Batches in flight at once while every carrier connection is a simulator, which answers
+   * from this process: a batch then waits for the store alone, and batches overlapping
+   * only take turns on the store's cores and its rows (a broadcast's message and rollups),
+   * slowing every other account's requests. Carriers outside (SMPP, Twilio) get
+   * `concurrency`, whose batches overlap their waits for the carrier.
+   */
+  concurrencyInProcess: number
+  /**
    * Batches in flight at once while `queueing()` says this node queues a broadcast. The
    * queueing's chunks and the claims and hand-offs work the same table (on SQLite the same
    * writer thread and write lock, on PostgreSQL the same cores): with fewer claims
@@ -159,7 +167,8 @@ export class Dispatcher {
 
   start(): void {
     this.running = true
-    this.loops = Array.from({ length: this.options.concurrency }, (_, loop) => this.run(loop))
+    const loops = Math.max(this.options.concurrency, this.options.concurrencyInProcess)
+    this.loops = Array.from({ length: loops }, (_, loop) => this.run(loop))
   }
 
   /**
@@ -194,6 +203,12 @@ export class Dispatcher {
     for (const wakeUp of [...this.parked]) wakeUp()
   }
 
+  /** How many loops claim now; the others wait, looking again at each poll. */
+  private loopsClaiming(): number {
+    const loops = this.carriers.routing.journals() ? this.options.concurrency : this.options.concurrencyInProcess
+    return this.options.queueing() ? Math.min(loops, this.options.concurrencyWhileQueueing) : loops
+  }
+
   private wakeAll(): void {
     for (const wakeUp of [...this.sleepers, ...this.parked]) wakeUp()
   }
@@ -210,7 +225,7 @@ export class Dispatcher {
 
   private async run(loop: number): Promise<void> {
     while (this.running) {
-      if (loop >= this.options.concurrencyWhileQueueing && this.options.queueing()) {
+      if (loop >= this.loopsClaiming()) {
         await this.park()
         continue
       }
