@@ -203,6 +203,7 @@ export class Messaging implements AppModule {
       concurrencyInProcess: options.dispatchConcurrencyInProcess,
       concurrencyWhileQueueing: options.dispatchConcurrencyWhileQueueing,
       queueing: () => this.broadcastQueue.walking,
+      beingQueued: () => this.broadcastQueue.messages,
       wakeDelayMs: 2,
       retryAfterMs: UNTAKEN_RETRY_MS,
       giveUpAfterMs: options.carrierGiveUpAfterMs,

@@ -1,5 +1,5 @@
 import { setImmediate } from 'node:timers/promises'
-import { sql, type RawBuilder, type Transaction } from 'kysely'
+import { sql, type RawBuilder, type Selectable, type Transaction } from 'kysely'
 import type { Logger } from 'pino'
 import { refund } from '../../accounts/index.js'
 import { aheadOfOthers } from '../../../platform/db/connection-priority.js'
@@ -27,6 +27,14 @@ export interface BroadcastQueueOptions {
    * over more recipients.
    */
   maxChunkSize?: number
+  /**
+   * Whether this node's dispatcher hands a broadcast's recipients over while it still
+   * queues them (default true), or once all are queued. On PostgreSQL the chunks and the
+   * claims of the same broadcast work the same part of the queue's index on the same
+   * cores, and apart the broadcast is queued sooner and handed over no later. Other
+   * nodes' dispatchers hand it over either way.
+   */
+  handOverWhileQueueing?: boolean
 }
 
 export const DEFAULT_BROADCAST_QUEUE: BroadcastQueueOptions = { chunkSize: 5000 }
@@ -38,13 +46,16 @@ class LostClaim extends Error {}
  * credits in one transaction; here the account's contacts are walked in (created_at, id)
  * order, a chunk per short transaction, each one INSERT … SELECT of the chunk's matching
  * contacts that also records where the walk stands. The dispatcher sends the first
- * chunks while later ones are written. At most the paid-for count is queued; credits for
+ * chunks while later ones are written (on this node only once all are, without
+ * handOverWhileQueueing). At most the paid-for count is queued; credits for
  * fewer recipients (contacts deleted or opted out since the count) are refunded at the
  * end. A node that dies part-way leaves its claim to run out, and the walk is resumed
  * from its last chunk by any node.
  */
 export class BroadcastQueue {
   private readonly running = new Map<string, Promise<void>>()
+  /** The messages of the broadcasts being queued here and handed over once all are queued. */
+  private readonly queueing = new Set<string>()
   private stopping = false
 
   constructor(
@@ -72,6 +83,11 @@ export class BroadcastQueue {
     this.running.set(broadcastId, run)
   }
 
+  /** The messages of the broadcasts whose recipients this node is queueing now. */
+  get messages(): ReadonlySet<string> {
+    return this.queueing
+  }
+
   /** Whether this node is queueing a broadcast's recipients now. */
   get walking(): boolean {
     return this.running.size > 0
@@ -97,9 +113,19 @@ export class BroadcastQueue {
   }
 
   private async walk(broadcastId: string): Promise<void> {
-    const { db, dialect } = this.deps
-    const broadcast = await db.selectFrom('broadcasts').selectAll().where('id', '=', broadcastId).executeTakeFirst()
+    const broadcast = await this.deps.db.selectFrom('broadcasts').selectAll().where('id', '=', broadcastId).executeTakeFirst()
     if (!broadcast || broadcast.queue_after_id === null || broadcast.message_id === null) return
+    const messageId = broadcast.message_id
+    if (this.options.handOverWhileQueueing === false) this.queueing.add(messageId)
+    try {
+      await this.walkFrom({ ...broadcast, message_id: messageId, queue_after_id: broadcast.queue_after_id })
+    } finally {
+      if (this.queueing.delete(messageId)) this.deps.queued('broadcast')
+    }
+  }
+
+  private async walkFrom(broadcast: Selectable<DB['broadcasts']> & { message_id: string; queue_after_id: string }): Promise<void> {
+    const { db, dialect } = this.deps
     const message = await db.selectFrom('messages').select(['segments', 'sandbox']).where('id', '=', broadcast.message_id).executeTakeFirstOrThrow()
     const audience = await db.transaction().execute((trx) => compileTarget(trx, dialect, broadcast))
     // The prices it was paid with, whatever the routes say by now.

@@ -45,6 +45,12 @@ export interface DispatcherOptions {
    */
   concurrencyWhileQueueing: number
   queueing: () => boolean
+  /**
+   * The messages of broadcasts this node is queueing and hands over only once all are
+   * queued (BroadcastQueueOptions.handOverWhileQueueing): claims pass them by until then.
+   * Other broadcasts go on being handed over.
+   */
+  beingQueued: () => ReadonlySet<string>
   /** A wake-up waits this long, so that sends arriving together share one claim. */
   wakeDelayMs: number
   /** A recipient no carrier of its route takes is tried again this much later... */
@@ -356,7 +362,8 @@ export class Dispatcher {
    * left by a crash) has them failed and refunded here.
    */
   private async broadcastsDue(now: string): Promise<string[]> {
-    const due = (await this.broadcastsWaiting()).filter((b) => b.firstDueAt <= now).map((b) => b.messageId)
+    const beingQueued = this.options.beingQueued()
+    const due = (await this.broadcastsWaiting()).filter((b) => b.firstDueAt <= now && !beingQueued.has(b.messageId)).map((b) => b.messageId)
     if (due.length === 0) return due
     const controls = await this.controls.of(due)
     for (const messageId of due) if (controls.get(messageId)?.status === 'cancelled') this.sweepCancelled(messageId)
