@@ -1,6 +1,7 @@
 import { expect } from 'vitest'
 import { createKey, signUp, topUp, type TestAccount } from './fixtures.js'
 import type { ApiClient } from './harness.js'
+import { usNumber } from './csv.js'
 
 /** A contact as POST /v1/contacts/single takes it. */
 export interface ContactInput {
@@ -100,4 +101,23 @@ export function campaignApi(server: () => ApiClient) {
   }
 
   return { customer, addContact, optOut, createBroadcast, getBroadcast, send, estimate, balance, completed, messageOf, statusesOf }
+}
+
+/**
+ * A fresh account with credits for `count` recipients, a list of `count` contacts numbered
+ * from `firstNumber` (usNumber), and a draft broadcast to it; the server must run with
+ * TEST_ADMIN_TOKEN. Answers the key and the broadcast's id.
+ */
+export async function draftBroadcastToList(server: ApiClient, count: number, firstNumber: number): Promise<{ key: string; broadcastId: string }> {
+  const owner = await signUp(server)
+  const key = await createKey(server, owner)
+  await topUp(server, owner.accountId, count)
+  const list = (await server.post('/v1/contact-lists', { token: key, body: { name: 'list' } })).body as string
+  for (let start = 0; start < count; start += 500) {
+    const numbers = Array.from({ length: Math.min(500, count - start) }, (_, i) => usNumber(firstNumber + start + i))
+    expect((await server.post('/v1/contacts', { token: key, body: { phoneNumbers: numbers.join(','), contactListId: list } })).status).toBe(201)
+  }
+  const created = await server.post('/v1/broadcasts', { token: key, body: { name: 'campaign', message: 'Spring sale', senderId: 'Acme', contactListId: list } })
+  expect(created.status).toBe(201)
+  return { key, broadcastId: created.body as string }
 }

@@ -5,8 +5,8 @@
  * in tiny chunks.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { usNumber } from '../../../../test/support/csv.js'
-import { createKey, signUp, TEST_ADMIN_TOKEN, topUp } from '../../../../test/support/fixtures.js'
+import { draftBroadcastToList } from '../../../../test/support/campaign-fixtures.js'
+import { TEST_ADMIN_TOKEN } from '../../../../test/support/fixtures.js'
 import { startServer, type TestServer } from '../../../../test/support/harness.js'
 
 const RECIPIENTS = 1_500
@@ -19,15 +19,7 @@ afterEach(async () => {
 
 /** Sends a broadcast to RECIPIENTS contacts; answers the progress samples (recipients queued, sent) taken until all are sent. */
 async function progressWhileQueued(target: TestServer): Promise<{ recipients: number; sent: number }[]> {
-  const owner = await signUp(target)
-  const key = await createKey(target, owner)
-  await topUp(target, owner.accountId, RECIPIENTS)
-  const list = (await target.post('/v1/contact-lists', { token: key, body: { name: 'list' } })).body as string
-  for (let start = 0; start < RECIPIENTS; start += 500) {
-    const numbers = Array.from({ length: 500 }, (_, i) => usNumber(40_000 + start + i))
-    expect((await target.post('/v1/contacts', { token: key, body: { phoneNumbers: numbers.join(','), contactListId: list } })).status).toBe(201)
-  }
-  const broadcast = (await target.post('/v1/broadcasts', { token: key, body: { name: 'campaign', message: 'Spring sale', senderId: 'Acme', contactListId: list } })).body as string
+  const { key, broadcastId: broadcast } = await draftBroadcastToList(target, RECIPIENTS, 40_000)
   expect((await target.post(`/v1/broadcasts/${broadcast}/send`, { token: key })).status).toBe(202)
   const samples: { recipients: number; sent: number }[] = []
   const deadline = Date.now() + 60_000

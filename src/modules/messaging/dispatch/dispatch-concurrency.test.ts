@@ -7,8 +7,8 @@
  */
 import pg from 'pg'
 import { afterEach, describe, expect, it } from 'vitest'
-import { usNumber } from '../../../../test/support/csv.js'
-import { createKey, signUp, TEST_ADMIN_TOKEN, topUp } from '../../../../test/support/fixtures.js'
+import { draftBroadcastToList } from '../../../../test/support/campaign-fixtures.js'
+import { TEST_ADMIN_TOKEN } from '../../../../test/support/fixtures.js'
 import { startServer, type TestServer } from '../../../../test/support/harness.js'
 import { TestSmsc } from '../../../../test/support/smsc/control.js'
 import type { DatabaseConfig } from '../../../platform/config.js'
@@ -64,15 +64,7 @@ function sampleHeld(database: DatabaseConfig): { stop: () => Promise<number> } {
 
 /** Sends a broadcast to RECIPIENTS contacts and answers the most recipients seen held at once while it was handed over. */
 async function mostHeldDuringBroadcast(target: TestServer): Promise<number> {
-  const owner = await signUp(target)
-  const key = await createKey(target, owner)
-  await topUp(target, owner.accountId, RECIPIENTS)
-  const list = (await target.post('/v1/contact-lists', { token: key, body: { name: 'list' } })).body as string
-  for (let start = 0; start < RECIPIENTS; start += 500) {
-    const numbers = Array.from({ length: 500 }, (_, i) => usNumber(30_000 + start + i))
-    expect((await target.post('/v1/contacts', { token: key, body: { phoneNumbers: numbers.join(','), contactListId: list } })).status).toBe(201)
-  }
-  const broadcast = (await target.post('/v1/broadcasts', { token: key, body: { name: 'campaign', message: 'Spring sale', senderId: 'Acme', contactListId: list } })).body as string
+  const { key, broadcastId: broadcast } = await draftBroadcastToList(target, RECIPIENTS, 30_000)
   const sampler = sampleHeld(target.config.database)
   expect((await target.post(`/v1/broadcasts/${broadcast}/send`, { token: key })).status).toBe(202)
   await expect.poll(async () => (await target.get(`/v1/broadcasts/${broadcast}`, { token: key })).body.sent, { timeout: 60_000, interval: 50 }).toBe(RECIPIENTS)
