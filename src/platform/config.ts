@@ -68,7 +68,7 @@ export interface Config {
   receiptTimeoutHours: number
   /** Recipients the dispatcher claims and records at once; undefined: 500 on PostgreSQL, 250 on SQLite. */
   dispatchBatchSize: number | undefined
-  /** Dispatch batches in flight at once; undefined: 4 on PostgreSQL, 2 on SQLite. */
+  /** Dispatch batches in flight at once, whatever the carriers; undefined: 4 on PostgreSQL (1 while every carrier is a simulator), 2 on SQLite. */
   dispatchConcurrency: number | undefined
   /** How long one webhook delivery attempt may take, connection to response. */
   webhookTimeoutMs: number
