@@ -148,9 +148,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     dispatchBatchSize: config.dispatchBatchSize ?? (config.database.kind === 'postgres' ? 500 : 250),
     dispatchConcurrency: config.dispatchConcurrency ?? (config.database.kind === 'postgres' ? 4 : 2),
     // With simulators alone a batch waits on nothing but the store. On PostgreSQL, one at a
-    // time against four: another account's requests during a broadcast's hand-off p99
-    // 31-38 ms against 71-80 ms, its sends 45-55 ms against 139-151 ms, the same completion
-    // rate, and a tenth less CPU per recipient (docs/benchmarks.md).
+    // time against four (1,000,000 contacts, medians of 3): another account's requests
+    // during a broadcast's hand-off p99 31 ms against 72 ms, its sends 46 ms against
+    // 145 ms, the same completion rate, and 8 % less CPU per recipient (docs/benchmarks.md).
     dispatchConcurrencyInProcess: config.dispatchConcurrency ?? (config.database.kind === 'postgres' ? 1 : 2),
     // The queueing's chunks and the dispatch batches share the store (SQLite's writer
     // thread, PostgreSQL's table and cores): with one batch beside them, a broadcast is all
@@ -162,8 +162,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // queued in 5.9 s against 5.3 s). PostgreSQL locks rows, not the store: its chunks grow
     // to 100,000 contacts, a twentieth of the transactions. There the node queueing a
     // broadcast hands it over once all is queued: at a million, queued in 12 s against
-    // 16 s, completion unchanged, and another account's requests meanwhile p99 23-28 ms
-    // against 66-96 ms; on SQLite, whose chunks go ahead of the dispatcher's statements,
+    // 16 s, completion unchanged, and another account's requests meanwhile p99 23 ms
+    // (median of 3) against 66-96 ms (2 runs); on SQLite, whose chunks go ahead of the dispatcher's statements,
     // it made no difference (docs/benchmarks.md).
     broadcastQueue:
       options.broadcastQueue ??

@@ -109,15 +109,11 @@ export function campaignApi(server: () => ApiClient) {
  * TEST_ADMIN_TOKEN. Answers the key and the broadcast's id.
  */
 export async function draftBroadcastToList(server: ApiClient, count: number, firstNumber: number): Promise<{ key: string; broadcastId: string }> {
-  const owner = await signUp(server)
-  const key = await createKey(server, owner)
-  await topUp(server, owner.accountId, count)
-  const list = (await server.post('/v1/contact-lists', { token: key, body: { name: 'list' } })).body as string
+  const api = campaignApi(() => server)
+  const { key, listId } = await api.customer(count)
   for (let start = 0; start < count; start += 500) {
     const numbers = Array.from({ length: Math.min(500, count - start) }, (_, i) => usNumber(firstNumber + start + i))
-    expect((await server.post('/v1/contacts', { token: key, body: { phoneNumbers: numbers.join(','), contactListId: list } })).status).toBe(201)
+    expect((await server.post('/v1/contacts', { token: key, body: { phoneNumbers: numbers.join(','), contactListId: listId } })).status).toBe(201)
   }
-  const created = await server.post('/v1/broadcasts', { token: key, body: { name: 'campaign', message: 'Spring sale', senderId: 'Acme', contactListId: list } })
-  expect(created.status).toBe(201)
-  return { key, broadcastId: created.body as string }
+  return { key, broadcastId: await api.createBroadcast(key, listId, 'Spring sale') }
 }
