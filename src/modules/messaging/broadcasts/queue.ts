@@ -141,21 +141,54 @@ export class BroadcastQueue {
       personalised: Number(broadcast.personalised) === 1 ? this.personalisation(broadcast) : undefined,
       window: parseWindow(broadcast.send_window),
     }
-    let after = { createdAt: broadcast.queue_after_created_at!, id: broadcast.queue_after_id }
+    let after: ContactKey = { createdAt: broadcast.queue_after_created_at!, id: broadcast.queue_after_id }
     const { chunkSize: first, maxChunkSize: largest = first } = this.options
-    for (let size = first; ; size = Math.min(largest, size * 2)) {
+    let size = first
+    let end = this.chunkEnd(plan.accountId, after, size)
+    for (;;) {
       if (this.stopping) return
+      const last = await end
+      const nextSize = Math.min(largest, size * 2)
+      // Where the next chunk ends is read while this one is written: it needs only where
+      // this one ends, and it runs on a reader (SQLite's reader thread), not the writer.
+      if (last) end = this.chunkEnd(plan.accountId, last, nextSize)
       // Ahead of dispatch batches on SQLite's background connection: the dispatcher sends
       // what is queued already, and waiting turns with each of its batches took queueing
       // several times longer.
-      const { next, inserted, total } = await this.deps.metrics.slice('broadcast_queue', () => aheadOfOthers(() => this.chunk(plan, after, size)))
+      const { done, inserted, total } = await this.deps.metrics.slice('broadcast_queue', () => aheadOfOthers(() => this.chunk(plan, after, last)))
       this.deps.queued('broadcast')
       this.deps.metrics.recipientsQueued('broadcast', inserted)
       if (total !== undefined) this.deps.metrics.broadcastQueued(total)
-      if (!next) return
-      after = next
+      if (done || !last) return
+      after = last
+      size = nextSize
       await setImmediate()
     }
+  }
+
+  /**
+   * The last of the `size` contacts after `after`, matching or not (the walk advances by
+   * contacts); undefined when fewer are left. Read on a reader, outside the chunk's
+   * transaction, as a chunk's bounds need not be its snapshot: a contact created meanwhile
+   * between them is queued or not, as one created just after the send would be.
+   */
+  private chunkEnd(accountId: string, after: ContactKey, size: number): Promise<ContactKey | undefined> {
+    const read = this.deps
+      .readLong(
+        this.deps.db
+          .selectFrom('contacts')
+          .select(['created_at as createdAt', 'id'])
+          .where('account_id', '=', accountId)
+          .where(sql<boolean>`(contacts.created_at, contacts.id) > (${after.createdAt}, ${after.id})`)
+          .orderBy('created_at')
+          .orderBy('id')
+          .offset(size - 1)
+          .limit(1),
+      )
+      .then(([last]) => last)
+    // Read ahead and awaited later: a walk that stops first leaves it unawaited.
+    read.catch(() => {})
+    return read
   }
 
   /** How a personalised broadcast's recipients get their texts: rendered and counted in SQL, with a fresh link code each. */
@@ -171,25 +204,15 @@ export class BroadcastQueue {
   }
 
   /**
-   * Queues one chunk; answers where the next starts (undefined once the walk is done), how
-   * many recipients it queued, and once done the broadcast's total.
+   * Queues the recipients among the contacts after `after` up to `last` (all that are left
+   * without it); answers whether the walk is done, how many it queued, and once done the
+   * broadcast's total.
    */
-  private async chunk(plan: ChunkPlan, after: { createdAt: string; id: string }, size: number): Promise<{ next: { createdAt: string; id: string } | undefined; inserted: number; total: number | undefined }> {
+  private async chunk(plan: ChunkPlan, after: ContactKey, last: ContactKey | undefined): Promise<{ done: boolean; inserted: number; total: number | undefined }> {
     const { db } = this.deps
     const { broadcastId, messageId, accountId } = plan
     const afterKey = sql<boolean>`(contacts.created_at, contacts.id) > (${after.createdAt}, ${after.id})`
-    // The chunk's last contact, whether it matches or not: the walk advances by contacts.
-    const last = await db
-      .selectFrom('contacts')
-      .select(['created_at', 'id'])
-      .where('account_id', '=', accountId)
-      .where(afterKey)
-      .orderBy('created_at')
-      .orderBy('id')
-      .offset(size - 1)
-      .limit(1)
-      .executeTakeFirst()
-    const upTo = last ? sql<boolean>`(contacts.created_at, contacts.id) <= (${last.created_at}, ${last.id})` : sql<boolean>`1 = 1`
+    const upTo = last ? sql<boolean>`(contacts.created_at, contacts.id) <= (${last.createdAt}, ${last.id})` : sql<boolean>`1 = 1`
     const where = sql<boolean>`${afterKey} and ${upTo} and ${plan.audience}`
     const now = this.deps.clock.now()
     const timing = plan.window === null ? undefined : await this.windowTiming(plan.window, accountId, where, now)
@@ -227,7 +250,7 @@ export class BroadcastQueue {
           queued,
           queued_price_total: queuedPrices,
           ...(done ? { queue_total: queued } : {}),
-          queue_after_created_at: done ? null : last.created_at,
+          queue_after_created_at: done ? null : last.createdAt,
           queue_after_id: done ? null : last.id,
           ...(done ? Leases.released() : {}),
         })
@@ -247,7 +270,7 @@ export class BroadcastQueue {
         await this.finish(trx, broadcastId, messageId, accountId, { recipients: Number(state.queue_total) - queued, credits: (paidPrices - queuedPrices) * perPrice }, plan.message.sandbox, stats)
       }
       await stats.write(trx)
-      return done ? { next: undefined, inserted, total: queued } : { next: { createdAt: last.created_at, id: last.id }, inserted, total: undefined }
+      return { done, inserted, total: done ? queued : undefined }
     })
   }
 
@@ -290,6 +313,12 @@ export class BroadcastQueue {
     await completeBroadcasts(trx, [messageId], at)
     this.logger.info({ broadcastId, unqueued: unqueued.recipients }, 'broadcast recipients queued')
   }
+}
+
+/** A contact's place in the walk's (created_at, id) order. */
+interface ContactKey {
+  createdAt: string
+  id: string
 }
 
 /** What a walk needs to queue each chunk of one broadcast. */
