@@ -179,7 +179,7 @@ export class BroadcastQueue {
           .selectFrom('contacts')
           .select(['created_at as createdAt', 'id'])
           .where('account_id', '=', accountId)
-          .where(sql<boolean>`(contacts.created_at, contacts.id) > (${after.createdAt}, ${after.id})`)
+          .where(contactsAfter(after))
           .orderBy('created_at')
           .orderBy('id')
           .offset(size - 1)
@@ -211,9 +211,8 @@ export class BroadcastQueue {
   private async chunk(plan: ChunkPlan, after: ContactKey, last: ContactKey | undefined): Promise<{ done: boolean; inserted: number; total: number | undefined }> {
     const { db } = this.deps
     const { broadcastId, messageId, accountId } = plan
-    const afterKey = sql<boolean>`(contacts.created_at, contacts.id) > (${after.createdAt}, ${after.id})`
     const upTo = last ? sql<boolean>`(contacts.created_at, contacts.id) <= (${last.createdAt}, ${last.id})` : sql<boolean>`1 = 1`
-    const where = sql<boolean>`${afterKey} and ${upTo} and ${plan.audience}`
+    const where = sql<boolean>`${contactsAfter(after)} and ${upTo} and ${plan.audience}`
     const now = this.deps.clock.now()
     const timing = plan.window === null ? undefined : await this.windowTiming(plan.window, accountId, where, now)
     // On a store with one writer (SQLite) the transaction holds the write lock from its first
@@ -319,6 +318,11 @@ export class BroadcastQueue {
 interface ContactKey {
   createdAt: string
   id: string
+}
+
+/** The contacts past `key` in the walk's order. */
+function contactsAfter(key: ContactKey): RawBuilder<boolean> {
+  return sql<boolean>`(contacts.created_at, contacts.id) > (${key.createdAt}, ${key.id})`
 }
 
 /** What a walk needs to queue each chunk of one broadcast. */
