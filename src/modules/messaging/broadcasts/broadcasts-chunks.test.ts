@@ -19,14 +19,14 @@ beforeAll(async () => {
 })
 afterAll(() => server.close())
 
-async function account(credits: number): Promise<{ accountId: string; key: string }> {
-  const owner = await signUp(server)
-  expect((await server.post(`/v1/admin/accounts/${owner.accountId}/credits`, { token: ADMIN_TOKEN, body: { amount: credits } })).status).toBe(200)
-  return { accountId: owner.accountId, key: await createKey(server, owner) }
+async function account(credits: number, on = server): Promise<{ accountId: string; key: string }> {
+  const owner = await signUp(on)
+  expect((await on.post(`/v1/admin/accounts/${owner.accountId}/credits`, { token: ADMIN_TOKEN, body: { amount: credits } })).status).toBe(200)
+  return { accountId: owner.accountId, key: await createKey(on, owner) }
 }
 
-async function addContacts(key: string, phoneNumbers: string[], contactListId: string): Promise<string[]> {
-  const response = await server.post('/v1/contacts', { token: key, body: { phoneNumbers: phoneNumbers.join(','), contactListId } })
+async function addContacts(key: string, phoneNumbers: string[], contactListId: string, on = server): Promise<string[]> {
+  const response = await on.post('/v1/contacts', { token: key, body: { phoneNumbers: phoneNumbers.join(','), contactListId } })
   expect(response.status).toBe(201)
   return response.body.contactIds
 }
@@ -68,4 +68,45 @@ describe('a broadcast queued in growing chunks', () => {
     expect(queued.map((row) => row.phone_number).sort()).toEqual([...expected].sort())
     expect(new Set(queued.map((row) => row.account_id))).toEqual(new Set([sender.accountId]))
   })
+})
+
+describe('a broadcast whose audience changes while it is queued, in chunks of 16 contacts', () => {
+  let fixed: TestServer
+  beforeAll(async () => {
+    fixed = await startServer({ config: { adminToken: ADMIN_TOKEN }, broadcastQueue: { chunkSize: 16, maxChunkSize: 16 } })
+  })
+  afterAll(() => fixed.close())
+
+  it('queues no more recipients than were counted and paid for: a member deleted ahead of the walk leaves room for one contact that joined, no more', async () => {
+    const sender = await account(10_000, fixed)
+    const list = (await fixed.post('/v1/contact-lists', { token: sender.key, body: { name: 'Growing' } })).body as string
+    const members = Array.from({ length: 3_000 }, (_, i) => usNumber(5_000 + i))
+    const ids = await addContacts(sender.key, members, list, fixed)
+    const broadcast = (await fixed.post('/v1/broadcasts', { token: sender.key, body: { name: 'Growing', message: 'Doors open at 9', senderId: 'Acme', contactListId: list } })).body as string
+    expect((await fixed.post(`/v1/broadcasts/${broadcast}/send`, { token: sender.key })).status).toBe(202)
+
+    // The walk takes 16 contacts per transaction in creation order, 188 transactions. The
+    // last member is deleted and ten contacts join before it gets there: its last chunk
+    // then holds the last 7 members and the first 9 that joined, and there is room for 8.
+    expect((await fixed.delete(`/v1/contacts/${ids.at(-1)}`, { token: sender.key })).status).toBe(204)
+    const joined = Array.from({ length: 10 }, (_, i) => usNumber(9_000 + i))
+    await addContacts(sender.key, joined, list, fixed)
+    const [walk] = await readStore<{ queued: number; queue_after_id: string | null }>(fixed.config.database, 'select queued, queue_after_id from broadcasts where id = $1', [broadcast])
+    expect(walk!.queue_after_id).not.toBeNull()
+    expect(Number(walk!.queued)).toBeLessThan(2_990)
+
+    await expect.poll(async () => (await fixed.get(`/v1/broadcasts/${broadcast}`, { token: sender.key })).body.status, { timeout: 60_000, interval: 100 }).toBe('completed')
+    const done = (await fixed.get(`/v1/broadcasts/${broadcast}`, { token: sender.key })).body
+    expect(done).toMatchObject({ recipients: 3_000, creditsUsed: 3_000, sent: 3_000, failed: 0 })
+    expect((await fixed.get('/v1/account', { token: sender.key })).body.balance).toBe(7_000)
+    const queued = await readStore<{ phone_number: string }>(
+      fixed.config.database,
+      'select phone_number from message_recipients where message_id = (select message_id from broadcasts where id = $1)',
+      [broadcast],
+    )
+    const numbers = queued.map((row) => row.phone_number)
+    expect(new Set(numbers).size).toBe(3_000)
+    expect(numbers).not.toContain(members.at(-1))
+    expect(numbers.filter((n) => joined.includes(n))).toEqual([joined[0]])
+  }, 90_000)
 })
