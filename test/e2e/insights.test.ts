@@ -202,9 +202,8 @@ describe.skipIf(!canRunBrowser)('charts and exports of the dashboard in a real b
   /** A chart's caption, canvas name and table, against the totals and the series the API gave. */
   async function expectChart(title: string, summary: string, rows: string[][]): Promise<void> {
     const chart = figure(title)
-    // Until a new range's answer arrives, the chart still draws the last one's (marked stale)
-    // under the new range's name, with the same totals when all activity is today: its rows
-    // tell which answer it draws.
+    // Until a new range's answer arrives, the chart still draws the last one's (marked stale,
+    // under that range's caption): its rows tell which answer it draws.
     await expect.poll(() => tableRows(chart)).toEqual(rows)
     await expect.poll(() => chart.locator('figcaption').textContent()).toBe(summary)
     expect(await chart.getByRole('img').getAttribute('aria-label')).toBe(`${title}. ${summary}`)
@@ -269,6 +268,36 @@ describe.skipIf(!canRunBrowser)('charts and exports of the dashboard in a real b
       expect(await button(`${days} days`).getAttribute('aria-pressed')).toBe('true')
       if (days === 90) await saveScreenshot('overview-90-days')
     }
+  })
+
+  it('keeps the charts shown captioned with their own range, marked busy, while another range loads', async () => {
+    const chart = figure('Messages per day')
+    await expect.poll(() => chart.locator('figcaption').textContent()).toMatch(/^Last 30 days: /)
+    // The answer for 7 days is held back until the page has been looked at.
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const statsQuery = (url: URL) => url.pathname === '/v1/stats/messages'
+    const handled: Promise<void>[] = []
+    await page.route(statsQuery, (route) => {
+      const continued = held.then(() => route.continue())
+      handled.push(continued)
+      return continued
+    })
+    try {
+      await button('7 days').click()
+      await expect.poll(() => page.locator('.charts').getAttribute('aria-busy')).toBe('true')
+      expect(await chart.locator('figcaption').textContent()).toMatch(/^Last 30 days: /)
+      expect(await chart.getByRole('img').getAttribute('aria-label')).toMatch(/^Messages per day\. Last 30 days: /)
+    } finally {
+      release()
+      // Unrouted only once every held request went on: unrouting lets a pending one go itself.
+      await Promise.all(handled)
+      await page.unroute(statsQuery)
+    }
+    await expect.poll(() => chart.locator('figcaption').textContent()).toMatch(/^Last 7 days: /)
+    expect(await page.locator('.charts').getAttribute('aria-busy')).toBe('false')
+    await button('30 days').click()
+    await expect.poll(() => chart.locator('figcaption').textContent()).toMatch(/^Last 30 days: /)
   })
 
   it('shows a broadcast\'s funnel and its own hourly series', async () => {

@@ -42,3 +42,8 @@ export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, key: strin
   const reload = useCallback(() => setGeneration((n) => n + 1), [])
   return { data, error, isLoading, reload }
 }
+
+/** An answer with the range it was asked for ("Last 30 days"), to caption it by while a newer range loads. */
+export async function withSpan<T>(answer: Promise<T>, span: string): Promise<{ data: T; span: string }> {
+  return { data: await answer, span }
+}

@@ -6,7 +6,7 @@ import { ProblemAlert } from '../../components/problem-alert'
 import { RangeSwitch } from '../../components/range-switch'
 import { useApi } from '../../session'
 import { browserTimeZone, DAY_SECONDS, formatDay, lastDays, type RangeDays } from '../../stats-range'
-import { useLoad } from '../../use-load'
+import { useLoad, withSpan } from '../../use-load'
 import { CreditsChart } from './credits-chart'
 import { DeliveryRateChart } from './delivery-rate-chart'
 import { TopErrors } from './top-errors'
@@ -21,9 +21,11 @@ export function DeliveryInsights() {
   const range = useMemo(() => lastDays(days), [days])
   const span = `Last ${days} days`
   const query = { ...range, interval: 'day' as const, timeZone: browserTimeZone() }
-  const stats = useLoad((signal) => unwrap(api.GET('/v1/stats/messages', { params: { query }, signal })), `stats:${JSON.stringify(query)}`)
+  // Each answer keeps the range it was asked for: while another range loads, the charts
+  // still shown are captioned with their own.
+  const stats = useLoad((signal) => withSpan(unwrap(api.GET('/v1/stats/messages', { params: { query }, signal })), span), `stats:${JSON.stringify(query)}`)
   const errors = useLoad(
-    (signal) => unwrap(api.GET('/v1/stats/errors', { params: { query: { ...range, limit: TOP_ERRORS } }, signal })),
+    (signal) => withSpan(unwrap(api.GET('/v1/stats/errors', { params: { query: { ...range, limit: TOP_ERRORS } }, signal })), span),
     `errors:${JSON.stringify(range)}`,
   )
 
@@ -36,11 +38,11 @@ export function DeliveryInsights() {
         </div>
         <ProblemAlert error={stats.error} context="Could not load the statistics" />
         <LoadState load={stats} label="Loading the statistics…">
-          {(data) => (
-            <div className={stats.isLoading ? 'charts stale' : 'charts'}>
-              <MessageVolumeChart stats={data} title="Messages per day" span={span} stepSeconds={DAY_SECONDS} intervalName="Day" formatStart={formatDay} />
-              <DeliveryRateChart stats={data} span={span} />
-              <CreditsChart stats={data} span={span} />
+          {({ data, span: shown }) => (
+            <div className={stats.isLoading ? 'charts stale' : 'charts'} aria-busy={stats.isLoading}>
+              <MessageVolumeChart stats={data} title="Messages per day" span={shown} stepSeconds={DAY_SECONDS} intervalName="Day" formatStart={formatDay} />
+              <DeliveryRateChart stats={data} span={shown} />
+              <CreditsChart stats={data} span={shown} />
             </div>
           )}
         </LoadState>
@@ -50,7 +52,11 @@ export function DeliveryInsights() {
         <h2 id="errors-heading">Top errors, {span.toLowerCase()}</h2>
         <ProblemAlert error={errors.error} context="Could not load the errors" />
         <LoadState load={errors} label="Loading the errors…">
-          {(data) => <TopErrors errors={data} span={span} />}
+          {({ data, span: shown }) => (
+            <div className={errors.isLoading ? 'stale' : undefined} aria-busy={errors.isLoading}>
+              <TopErrors errors={data} span={shown} />
+            </div>
+          )}
         </LoadState>
       </section>
     </>

@@ -9,7 +9,7 @@ import { RangeSwitch } from '../../components/range-switch'
 import { formatCount, formatTime } from '../../format'
 import { useApi } from '../../session'
 import { browserTimeZone, DAY_SECONDS, formatDay, lastDays, type RangeDays } from '../../stats-range'
-import { useLoad } from '../../use-load'
+import { useLoad, withSpan } from '../../use-load'
 
 /** Attempts per day by outcome, stacked: delivered, retried, failed. */
 function AttemptsChart({ stats, span }: { stats: WebhookStats; span: string }) {
@@ -34,7 +34,8 @@ export function WebhookActivity() {
   const range = useMemo(() => lastDays(days), [days])
   const span = `Last ${days} days`
   const query = { ...range, interval: 'day' as const, timeZone: browserTimeZone() }
-  const stats = useLoad((signal) => unwrap(api.GET('/v1/stats/webhooks', { params: { query }, signal })), `webhook-stats:${JSON.stringify(query)}`)
+  // The answer keeps the range it was asked for: while another loads, the chart still shown is captioned with its own.
+  const stats = useLoad((signal) => withSpan(unwrap(api.GET('/v1/stats/webhooks', { params: { query }, signal })), span), `webhook-stats:${JSON.stringify(query)}`)
 
   return (
     <section aria-labelledby="activity-heading" className="card stack">
@@ -44,8 +45,8 @@ export function WebhookActivity() {
       </div>
       <ProblemAlert error={stats.error} context="Could not load the delivery statistics" />
       <LoadState load={stats} label="Loading the delivery statistics…">
-        {(data) => (
-          <div className={stats.isLoading ? 'stack stale' : 'stack'}>
+        {({ data, span: shown }) => (
+          <div className={stats.isLoading ? 'stack stale' : 'stack'} aria-busy={stats.isLoading}>
             <Facts
               className="stats"
               facts={[
@@ -53,7 +54,7 @@ export function WebhookActivity() {
                 ['Oldest pending since', formatTime(data.backlog.oldestPendingAt)],
               ]}
             />
-            <AttemptsChart stats={data} span={span} />
+            <AttemptsChart stats={data} span={shown} />
           </div>
         )}
       </LoadState>
