@@ -221,36 +221,25 @@ export class BroadcastQueue {
     // commit meanwhile: the broadcast's update says whether the claim still holds.
     const oneWriter = !this.deps.dialect.rowLocks
     return db.transaction().execute(async (trx) => {
-      const claimed = trx
+      const state = await trx
         .selectFrom('broadcasts')
+        .select(['queue_total', 'queued', 'queue_price_total', 'queued_price_total'])
         .where('id', '=', broadcastId)
         .where('lease_owner', '=', this.leases.nodeId)
         .where('queue_after_id', '=', after.id)
         .$if(oneWriter, (q) => q.where('status', 'in', ['sending', 'paused']))
-      const rowsUpTo = (limit: ChunkRows['limit']): ChunkRows => ({ store: this.deps.dialect.name, messageId, accountId, where, limit, dueAt: now.toISOString(), pricing: plan.pricing, timing })
-      // With one writer and one price, the chunk goes ahead of the claim's read, as many
-      // rows as the claim leaves room for (none without it), and the read also answers how
-      // many it queued: one round trip fewer while the chunk holds the store's write lock.
-      const insertedAhead = oneWriter && !plan.personalised && plan.pricing.flat !== undefined
-      if (insertedAhead) {
-        const room = claimed.select(sql<number>`max(0, queue_total - queued)`.as('room'))
-        await writeAhead(trx, chunkInsert(trx, rowsUpTo(sql<number>`coalesce((${room}), 0)`)))
-      }
-      const state = await claimed
-        .select(['queue_total', 'queued', 'queue_price_total', 'queued_price_total'])
-        .$if(insertedAhead, (q) => q.select(sql<number>`changes()`.as('inserted_ahead')))
         .executeTakeFirst()
       if (!state) throw new LostClaim()
       const room = Number(state.queue_total) - Number(state.queued)
       // Before routes had prices, every recipient was paid for at 1.
       const paidPrices = state.queue_price_total === null ? Number(state.queue_total) : Number(state.queue_price_total)
-      const { inserted, priceSum } = insertedAhead
-        ? { inserted: Number(state.inserted_ahead), priceSum: Number(state.inserted_ahead) * plan.pricing.flat! }
-        : room <= 0
+      const rows = { store: this.deps.dialect.name, messageId, accountId, where, limit: room, dueAt: now.toISOString(), pricing: plan.pricing, timing }
+      const { inserted, priceSum } =
+        room <= 0
           ? { inserted: 0, priceSum: 0 }
           : plan.personalised
-            ? await insertPersonalisedChunk(trx, rowsUpTo(room), plan.personalised, paidPrices - Number(state.queued_price_total))
-            : await insertChunk(trx, rowsUpTo(room))
+            ? await insertPersonalisedChunk(trx, rows, plan.personalised, paidPrices - Number(state.queued_price_total))
+            : await insertChunk(trx, rows)
       const queued = Number(state.queued) + inserted
       const queuedPrices = Number(state.queued_price_total) + priceSum
       const done = !last || queued >= Number(state.queue_total)
@@ -374,8 +363,7 @@ interface ChunkRows {
   messageId: string
   accountId: string
   where: RawBuilder<boolean>
-  /** At most this many: a number, or an expression of the claimed broadcast's room. */
-  limit: number | RawBuilder<number>
+  limit: number
   dueAt: string
   pricing: ChunkPricing
   timing: WindowTiming | undefined
@@ -398,10 +386,10 @@ function zoneExpression(rows: ChunkRows): RawBuilder<string | null> {
   return sql<string | null>`cast(case ${timing.zoneOf} ${sql.join(branches, sql` `)} else null end as text)`
 }
 
-/** The INSERT … SELECT that queues a chunk's recipients at their prices. */
-function chunkInsert(trx: Transaction<DB>, rows: ChunkRows) {
+/** Queues a chunk's recipients at their prices; answers how many, and their prices summed. */
+async function insertChunk(trx: Transaction<DB>, rows: ChunkRows): Promise<{ inserted: number; priceSum: number }> {
   const { messageId, accountId, pricing } = rows
-  return trx
+  const insert = trx
     .insertInto('message_recipients')
     .columns(['message_id', 'account_id', 'phone_number', 'status', 'due_at', 'lane', 'price', 'time_zone'])
     .expression(
@@ -423,12 +411,6 @@ function chunkInsert(trx: Transaction<DB>, rows: ChunkRows) {
         .where(rows.where)
         .limit(rows.limit),
     )
-}
-
-/** Queues a chunk's recipients at their prices; answers how many, and their prices summed. */
-async function insertChunk(trx: Transaction<DB>, rows: ChunkRows): Promise<{ inserted: number; priceSum: number }> {
-  const { pricing } = rows
-  const insert = chunkInsert(trx, rows)
   if (pricing.flat !== undefined) {
     const result = await insert.executeTakeFirst()
     const inserted = Number(result.numInsertedOrUpdatedRows ?? 0n)
