@@ -31,6 +31,11 @@ async function addContacts(key: string, phoneNumbers: string[], contactListId: s
   return response.body.contactIds
 }
 
+/** The recipient rows a broadcast queued, read from the store. */
+function queuedRecipients(on: TestServer, broadcast: string): Promise<{ phone_number: string; account_id: string }[]> {
+  return readStore(on.config.database, 'select phone_number, account_id from message_recipients where message_id = (select message_id from broadcasts where id = $1)', [broadcast])
+}
+
 describe('a broadcast queued in growing chunks', () => {
   it('queues every member once, none opted out and none of another account whose contacts lie between, and charges exactly them', async () => {
     const sender = await account(1_000)
@@ -60,11 +65,7 @@ describe('a broadcast queued in growing chunks', () => {
     expect(done).toMatchObject({ recipients: expected.length, creditsUsed: expected.length, sent: expected.length, delivered: expected.length, failed: 0 })
     expect((await server.get('/v1/account', { token: sender.key })).body.balance).toBe(1_000 - expected.length)
     expect((await server.get('/v1/account', { token: neighbour.key })).body.balance).toBe(1_000)
-    const queued = await readStore<{ phone_number: string; account_id: string }>(
-      server.config.database,
-      'select phone_number, account_id from message_recipients where message_id = (select message_id from broadcasts where id = $1)',
-      [broadcast],
-    )
+    const queued = await queuedRecipients(server, broadcast)
     expect(queued.map((row) => row.phone_number).sort()).toEqual([...expected].sort())
     expect(new Set(queued.map((row) => row.account_id))).toEqual(new Set([sender.accountId]))
   })
@@ -99,11 +100,7 @@ describe('a broadcast whose audience changes while it is queued, in chunks of 16
     const done = (await fixed.get(`/v1/broadcasts/${broadcast}`, { token: sender.key })).body
     expect(done).toMatchObject({ recipients: 3_000, creditsUsed: 3_000, sent: 3_000, failed: 0 })
     expect((await fixed.get('/v1/account', { token: sender.key })).body.balance).toBe(7_000)
-    const queued = await readStore<{ phone_number: string }>(
-      fixed.config.database,
-      'select phone_number from message_recipients where message_id = (select message_id from broadcasts where id = $1)',
-      [broadcast],
-    )
+    const queued = await queuedRecipients(fixed, broadcast)
     const numbers = queued.map((row) => row.phone_number)
     expect(new Set(numbers).size).toBe(3_000)
     expect(numbers).not.toContain(members.at(-1))
